@@ -1,0 +1,111 @@
+"""The KV cache: an explicit object owned by the caller, never by the shared model.
+
+Every layer keeps its own keys and values (already RoPE-rotated) and the absolute position
+of every entry, so layers may hold different entries (sliding windows, sinks, eviction):
+
+    keys[l], values[l]: (B, n_kv_heads, S_l, head_dim)     positions[l]: (B, S_l), int64
+
+Position -1 marks padding: the engine never attends to it. Storage grows by doubling, so an
+append is amortised O(1) and `crop` (speculative rollback) is free.
+"""
+from __future__ import annotations
+
+import torch
+
+PAD_POSITION = -1
+
+
+class KVCache:
+    def __init__(self, n_layers: int, batch: int, n_kv_heads: int, head_dim: int,
+                 dtype=torch.float32, device="cpu", capacity: int = 64):
+        self.n_layers, self.batch = n_layers, batch
+        self._k = [torch.empty(batch, n_kv_heads, capacity, head_dim, dtype=dtype, device=device)
+                   for _ in range(n_layers)]
+        self._v = [torch.empty_like(t) for t in self._k]
+        self._pos = [torch.empty(batch, capacity, dtype=torch.long, device=device) for _ in range(n_layers)]
+        self._len = [0] * n_layers
+        self.next_position = 0  # position the next appended token gets by default
+
+    @classmethod
+    def for_spec(cls, spec, batch: int = 1, dtype=torch.float32, device="cpu", capacity: int = 64):
+        return cls(spec.n_layers, batch, spec.n_kv_heads, spec.head_dim, dtype, device, capacity)
+
+    # ---- reading ---------------------------------------------------------------------------
+    def length(self, layer: int = 0) -> int:
+        return self._len[layer]
+
+    def keys(self, layer: int) -> torch.Tensor:
+        return self._k[layer][:, :, :self._len[layer]]
+
+    def values(self, layer: int) -> torch.Tensor:
+        return self._v[layer][:, :, :self._len[layer]]
+
+    def positions(self, layer: int) -> torch.Tensor:
+        return self._pos[layer][:, :self._len[layer]]
+
+    def nbytes(self) -> int:
+        """Bytes of the live entries (what the cache *holds*, not its spare capacity)."""
+        return sum(self.keys(l).nbytes + self.values(l).nbytes for l in range(self.n_layers))
+
+    # ---- writing ---------------------------------------------------------------------------
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor):
+        """Add T entries k, v (B, H, T, d) at positions pos (B, T); return the layer's full
+        (keys, values, positions) views."""
+        n, T = self._len[layer], k.shape[2]
+        if n + T > self._k[layer].shape[2]:
+            self._grow(layer, max(2 * self._k[layer].shape[2], n + T))
+        self._k[layer][:, :, n:n + T] = k
+        self._v[layer][:, :, n:n + T] = v
+        self._pos[layer][:, n:n + T] = pos
+        self._len[layer] = n + T
+        return self.keys(layer), self.values(layer), self.positions(layer)
+
+    def _grow(self, layer: int, capacity: int) -> None:
+        n = self._len[layer]
+        for store in (self._k, self._v):
+            old = store[layer]
+            new = old.new_empty(*old.shape[:2], capacity, old.shape[3])
+            new[:, :, :n] = old[:, :, :n]
+            store[layer] = new
+        old = self._pos[layer]
+        new = old.new_empty(old.shape[0], capacity)
+        new[:, :n] = old[:, :n]
+        self._pos[layer] = new
+
+    def crop(self, length: int) -> None:
+        """Keep the first `length` entries of every layer (rollback after rejected drafts).
+        Only valid while no layer has evicted entries (all layers then have equal length)."""
+        for l in range(self.n_layers):
+            self._len[l] = min(self._len[l], length)
+        self.next_position = min(self.next_position, length)
+
+    def keep(self, layer: int, index: torch.Tensor) -> None:
+        """Keep only the entries at `index` (1-D, ascending) of one layer: eviction / gather."""
+        n = len(index)
+        for store in (self._k, self._v):
+            store[layer][:, :, :n] = store[layer][:, :, index]
+        self._pos[layer][:, :n] = self._pos[layer][:, index]
+        self._len[layer] = n
+
+    def evict_older_than(self, layer: int, min_position: int) -> None:
+        """Drop entries whose position is below `min_position` (batch row 0 decides)."""
+        index = torch.nonzero(self.positions(layer)[0] >= min_position).flatten()
+        if len(index) < self._len[layer]:
+            self.keep(layer, index)
+
+    def reorder(self, batch_index: torch.Tensor) -> None:
+        """Select/duplicate batch rows (beam search keeps the parents of the surviving beams)."""
+        for l in range(self.n_layers):
+            self._k[l] = self._k[l][batch_index]  # advanced indexing copies
+            self._v[l] = self._v[l][batch_index]
+            self._pos[l] = self._pos[l][batch_index]
+        self.batch = len(batch_index)
+
+    def clone(self) -> "KVCache":
+        other = KVCache.__new__(KVCache)
+        other.n_layers, other.batch, other.next_position = self.n_layers, self.batch, self.next_position
+        other._k = [t.clone() for t in self._k]
+        other._v = [t.clone() for t in self._v]
+        other._pos = [t.clone() for t in self._pos]
+        other._len = list(self._len)
+        return other

@@ -1,0 +1,50 @@
+"""Facts about the loaded model, read from its spec/config and its tensors (never typed in)."""
+from __future__ import annotations
+
+
+def parameter_counts(engine) -> dict[str, int]:
+    """Embedding and transformer-block parameter counts, counted from the engine's tensors."""
+    embed = engine.embed_t.numel()
+    rest = engine.final_norm.numel()
+    for w in engine.layers:
+        rest += sum(t.numel() for t in vars(w).values() if t is not None)
+    head = 0 if engine.lm_head_t is engine.embed_t else engine.lm_head_t.numel()
+    return {"embedding": embed, "blocks": rest, "lm_head": head, "total": embed + rest + head}
+
+
+def weight_bytes(engine) -> int:
+    seen, total = set(), 0
+    tensors = [engine.embed_t, engine.lm_head_t, engine.final_norm]
+    for w in engine.layers:
+        tensors += [t for t in vars(w).values() if t is not None]
+    for t in tensors:
+        if t.data_ptr() not in seen:
+            seen.add(t.data_ptr())
+            total += t.nbytes
+    return total
+
+
+def model_facts(m, t) -> dict[str, str]:
+    """{label key: value text} for the home page table; t is the page's Texts."""
+    s = m.spec
+    glob = [i for i, w in enumerate(s.windows) if w is None]
+    counts = parameter_counts(m.engine)
+    thetas = sorted(set(s.rope_thetas))
+    return {
+        "fact_name": m.name,
+        "fact_layers": str(s.n_layers),
+        "fact_hidden": str(s.hidden),
+        "fact_mlp": f"{s.intermediate} ({s.activation})",
+        "fact_heads": f"{s.n_heads} / {s.n_kv_heads}",
+        "fact_head_dim": str(s.head_dim),
+        "fact_vocab": f"{s.vocab:,}",
+        "fact_window": str(next((w for w in s.windows if w), "—")),
+        "fact_layout": t("layout_value", local=s.n_layers - len(glob), glob=len(glob),
+                         which=", ".join(map(str, glob))),
+        "fact_rope": " / ".join(f"{x:,.0f}" for x in thetas),
+        "fact_params": t("fact_params_value", total=counts["total"], embed=counts["embedding"],
+                         rest=counts["blocks"] + counts["lm_head"]),
+        "fact_weights": f"{weight_bytes(m.engine) / 2**20:,.0f} MiB ({str(m.dtype).replace('torch.', '')})",
+        "fact_context": f"{s.max_context:,}",
+        "fact_device": m.device,
+    }

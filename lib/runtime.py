@@ -1,0 +1,69 @@
+"""The one place in lib/ that touches Streamlit caching.
+
+- `model()`  : the process-wide LoadedModel chosen in the sidebar (st.cache_resource, shared by
+               every browser session; it holds weights only, never per-visitor state).
+- `cached(fn)`: memoises a pure lib function on its arguments (st.cache_data); a LoadedModel
+               argument is hashed by its key (source | device | dtype), so results are cached
+               per (model, inputs, settings).
+"""
+from __future__ import annotations
+
+import threading
+
+import streamlit as st
+import torch
+
+from lib import model_loader
+from lib.engine import Engine
+from lib.model_loader import BUNDLED, LoadedModel, ModelLoadError
+
+torch.set_num_threads(max(1, min(torch.get_num_threads(), 4)))
+_load_lock = threading.Lock()  # two visitors asking for a new model load it once
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _load(source: str, device: str) -> LoadedModel:
+    with _load_lock:
+        bar = st.progress(0.0, text="Preparing the model…")
+
+        def progress(frac, msg):
+            bar.progress(min(max(frac, 0.0), 1.0), text=f"Preparing the bundled model (first run only): {msg}")
+
+        try:
+            return model_loader.load(source, device, progress=progress)
+        finally:
+            bar.empty()
+
+
+def choice() -> tuple[str, str]:
+    """(source, device) this session asked for (set by the sidebar)."""
+    return (st.session_state.get("model_source", BUNDLED),
+            st.session_state.get("device", model_loader.default_device()))
+
+
+def model() -> LoadedModel:
+    """The model for this session. A failed load shows the reason and falls back to the
+    bundled model, resetting the session's choice."""
+    source, device = choice()
+    try:
+        return _load(source, device)
+    except ModelLoadError as e:
+        st.error(str(e))
+        st.session_state["model_source"] = BUNDLED
+        st.session_state["device"] = "cpu"
+        return _load(BUNDLED, "cpu")
+
+
+def _hash_model(m) -> str:
+    return m.key
+
+
+_wrapped: dict = {}
+
+
+def cached(fn, max_entries: int = 64):
+    """`cached(fn)(*args)` = fn(*args), memoised per process on the arguments' values."""
+    if fn not in _wrapped:
+        _wrapped[fn] = st.cache_data(fn, show_spinner=False, max_entries=max_entries,
+                                     hash_funcs={LoadedModel: _hash_model, Engine: _hash_model})
+    return _wrapped[fn]

@@ -1,0 +1,122 @@
+"""The page template every concept page uses, in the order CONCEPTS.md defines:
+
+    intro (claim) -> controls -> figures -> What to notice -> Check it yourself
+    -> Try this -> The code -> Sources
+
+A page file only creates widgets and lays out figures; the numbers come from lib/.
+
+    page = ConceptPage("temperature")
+    T = page.state.number_slider("T", page.t("temp_label"), 0.05, 5.0, 1.0)
+    ...
+    page.figure(fig, "entropy_vs_T", data={...})
+    page.notice(); page.checks(results); page.try_this(); page.code(fn1, fn2); page.sources()
+    page.finish()
+"""
+from __future__ import annotations
+
+import inspect
+
+import streamlit as st
+
+from lib import runtime
+from lib.checks import CheckResult
+from lib.concepts import by_slug
+from lib.tokens import EmptyPrompt, Prompt, encode_prompt
+from lib.ui.boot import leave_pages_folder_mode
+from lib.ui.download import figure_downloads
+from lib.ui.i18n import texts
+from lib.ui.state import UrlState
+
+PROMPT_PARAM = "prompt"
+
+
+class ConceptPage:
+    def __init__(self, slug: str):
+        leave_pages_folder_mode()
+        self.slug = slug
+        self.concept = by_slug(slug)
+        self.t = texts(slug)
+        self.c = texts("common")
+        self.notes: list[str] = []
+        self.state = UrlState(slug, self.notes, self.c)
+        self._n_fig = 0
+        st.title(f"{self.concept.icon} {self.t('title')}")
+        self._notes_box = st.container()
+        st.markdown(self.t("intro"))
+
+    # ---- model and prompt ------------------------------------------------------------------
+    def model(self):
+        return runtime.model()
+
+    def prompt(self, default: str | None = None, max_tokens: int = 256, label: str | None = None,
+               container=st) -> Prompt:
+        """The prompt text box (URL-bound, shared name `prompt`). Empty -> a message and the
+        page stops; over `max_tokens` -> truncated with a note."""
+        preset = st.session_state.pop("preset_prompt", None)
+        if preset is not None:
+            st.session_state[self.state._key(PROMPT_PARAM)] = preset
+        text = self.state.text(PROMPT_PARAM, label or self.c("prompt_label"),
+                               default if default is not None else self.c("default_prompt"),
+                               max_chars=8000, height=90, container=container)
+        tok = self.model().tokenizer
+        try:
+            prompt = encode_prompt(tok, text, max_tokens)
+        except EmptyPrompt:
+            container.warning(self.c("empty_prompt"))
+            self.finish()
+            st.stop()
+        if prompt.truncated_from:
+            self.notes.append(self.c("note_truncated", n=prompt.truncated_from, cap=max_tokens))
+        return prompt
+
+    # ---- sections --------------------------------------------------------------------------
+    def section(self, key: str) -> None:
+        st.subheader(self.c(key))
+
+    def figure(self, fig, name: str, data: dict[str, list] | None = None, caption: str | None = None):
+        """Show a Plotly figure with its HTML/CSV downloads."""
+        self._n_fig += 1
+        fig.update_layout(margin=dict(l=10, r=10, t=50, b=10))
+        st.plotly_chart(fig, width="stretch", key=f"{self.slug}.fig{self._n_fig}",
+                        config={"displaylogo": False,
+                                "toImageButtonOptions": {"filename": f"{self.slug}-{name}"}})
+        if caption:
+            st.caption(caption)
+        figure_downloads(fig, f"{self.slug}-{name}", data,
+                         {"html": self.c("download_html"), "csv": self.c("download_csv")},
+                         key=f"{self.slug}.dl{self._n_fig}")
+
+    def notice(self) -> None:
+        self.section("what_to_notice")
+        st.markdown("\n".join(f"- {s}" for s in self.t.list("notice_")))
+
+    def checks(self, results: list[CheckResult]) -> None:
+        self.section("check_it")
+        st.caption(self.c("check_caption"))
+        for r in results:
+            icon = "✅" if r.passed else "❌"
+            word = self.c("pass") if r.passed else self.c("fail")
+            st.markdown(f"{icon} **{word}** — {r.name}  \n`{r.detail}`")
+
+    def try_this(self) -> None:
+        self.section("try_this")
+        for i, s in enumerate(self.t.list("try_"), 1):
+            st.markdown(f"{i}. {s}")
+
+    def code(self, *fns) -> None:
+        self.section("the_code")
+        st.caption(self.c("code_caption"))
+        for fn in fns:
+            module = inspect.getmodule(fn).__name__
+            with st.expander(f"`{module}.{fn.__name__}`"):
+                st.code(inspect.getsource(fn), language="python")
+
+    def sources(self) -> None:
+        self.section("sources")
+        st.markdown("\n".join(f"- {s}" for s in self.t.list("source_")))
+
+    def finish(self) -> None:
+        """Drop unknown URL parameters and show every note collected on this run."""
+        self.state.finish()
+        for note in self.notes:
+            self._notes_box.info(note, icon="ℹ️")

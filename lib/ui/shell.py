@@ -1,0 +1,76 @@
+"""The app shell: sidebar (language, model, device, prompt presets) and the navigation over
+every concept page, grouped as in CONCEPTS.md. Called by app.py on every run."""
+from __future__ import annotations
+
+import streamlit as st
+
+from lib import model_loader, runtime
+from lib.concepts import CONCEPTS, GROUPS, PAGES_DIR
+from lib.model_loader import BUNDLED
+from lib.ui.i18n import LANGS, current_lang, texts
+
+LANG_NAMES = {"en": "English", "id": "Bahasa Indonesia"}
+PRESETS = ("preset_capital", "preset_story", "preset_code", "preset_id", "preset_list")
+
+
+def _set_lang():
+    st.session_state["lang"] = st.session_state["lang_choice"]
+
+
+def _use_preset():
+    key = st.session_state.get("preset_choice")
+    if key in PRESETS:
+        st.session_state["preset_prompt"] = texts("common")(key)
+        st.session_state["preset_choice"] = None
+
+
+def _load_other():
+    st.session_state["model_source"] = st.session_state.get("model_other_text", "").strip() or BUNDLED
+
+
+def sidebar() -> None:
+    lang = current_lang()
+    c = texts("common")
+    with st.sidebar:
+        st.session_state.setdefault("lang_choice", lang)
+        st.session_state["lang_choice"] = lang
+        st.radio(c("language"), LANGS, key="lang_choice", format_func=LANG_NAMES.get,
+                 horizontal=True, on_change=_set_lang)
+        st.selectbox(c("presets"), (None,) + PRESETS, key="preset_choice",
+                     format_func=lambda k: c("preset_none") if k is None else c(k), on_change=_use_preset)
+        with st.expander(f"{c('model')} · {c('device')}"):
+            kind = st.radio(c("model"), ("bundled", "other"),
+                            format_func=lambda k: c("model_bundled") if k == "bundled" else c("model_other"),
+                            key="model_kind")
+            if kind == "other":
+                st.text_input(c("model_other_label"), key="model_other_text", help=c("model_other_help"))
+                st.button(c("model_load"), on_click=_load_other)
+            elif st.session_state.get("model_source", BUNDLED) != BUNDLED:
+                st.session_state["model_source"] = BUNDLED
+            devices = model_loader.available_devices()
+            st.session_state.setdefault("device", model_loader.default_device())
+            st.selectbox(c("device"), devices, key="device")
+    # Keep the language in the URL when it is not the default, so links keep it.
+    if lang != "en":
+        st.query_params["lang"] = lang
+    elif "lang" in st.query_params:
+        del st.query_params["lang"]
+
+
+def model_status() -> None:
+    """Load (or fetch) the session's model and say which one is in use."""
+    c = texts("common")
+    m = runtime.model()
+    st.sidebar.caption(c("loaded_model", name=m.name, device=m.device, seconds=m.load_seconds))
+
+
+def navigation():
+    c = texts("common")
+    home = st.Page(str(PAGES_DIR / "home.py"), title=c("home"), icon="🏠", url_path="home", default=True)
+    sections = {"": [home]}
+    for g in GROUPS:
+        pages = [st.Page(str(x.page_file), title=c(f"concept_{x.slug}"), icon=x.icon, url_path=x.slug)
+                 for x in CONCEPTS if x.group == g and x.exists]
+        if pages:
+            sections[c(f"group_{g}")] = pages
+    return st.navigation(sections)

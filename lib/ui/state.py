@@ -1,0 +1,162 @@
+"""One query-parameter state mechanism: every control is bound to the URL.
+
+A widget made here
+  1. takes its first value from the URL (`?T=0.7`), else the default;
+  2. clamps an out-of-range value, or ignores a malformed one, with a visible note;
+  3. writes its current value back to the URL, so a copied link reopens the same state.
+
+Parameters no widget on the page claimed are dropped from the URL with a note (`finish`).
+Widget keys are namespaced by page (`temperature.T`), URL names are short (`T`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import streamlit as st
+
+GLOBAL_PARAMS = {"lang"}  # owned by the app shell
+
+
+class UrlState:
+    def __init__(self, page: str, notes: list[str], t):
+        self.page, self.notes, self.t = page, notes, t
+        self.claimed: set[str] = set(GLOBAL_PARAMS)
+
+    # ---- core ------------------------------------------------------------------------------
+    def _key(self, name: str) -> str:
+        return f"{self.page}.{name}"
+
+    def _init(self, name: str, default, parse: Callable[[str], object]):
+        """Seed session state from the URL once per session; return the widget key."""
+        self.claimed.add(name)
+        key = self._key(name)
+        if key not in st.session_state:
+            value = default
+            raw = st.query_params.get(name)
+            if raw is not None:
+                try:
+                    value = parse(raw)
+                except (ValueError, TypeError) as e:
+                    self.notes.append(self.t("note_bad_param", name=name, value=raw[:40], reason=str(e)))
+                    value = default
+            st.session_state[key] = value
+        return key
+
+    def _publish(self, name: str, value, default, fmt=str) -> None:
+        if value == default:
+            if name in st.query_params:
+                del st.query_params[name]
+        else:
+            text = fmt(value)
+            if st.query_params.get(name) != text:
+                st.query_params[name] = text
+
+    def _clamp(self, name: str, value, lo, hi):
+        if value < lo or value > hi:
+            clamped = min(max(value, lo), hi)
+            self.notes.append(self.t("note_clamped", name=name, value=value, lo=lo, hi=hi, used=clamped))
+            return clamped
+        return value
+
+    # ---- widgets ---------------------------------------------------------------------------
+    def number_slider(self, name: str, label: str, lo, hi, default, step=None, fmt=None,
+                      help: str | None = None, container=st):
+        """A slider for int (if all bounds are ints) or float values."""
+        is_int = all(isinstance(v, int) for v in (lo, hi, default)) and (step is None or isinstance(step, int))
+        cast = int if is_int else float
+
+        def parse(raw):
+            v = float(raw)
+            if not math.isfinite(v):
+                raise ValueError("not a finite number")
+            if is_int and v != int(v):
+                raise ValueError("not a whole number")
+            return self._clamp(name, cast(v), lo, hi)
+
+        key = self._init(name, default, parse)
+        value = container.slider(label, lo, hi, key=key, step=step, format=fmt, help=help)
+        self._publish(name, value, default, fmt=lambda v: f"{v:g}" if not is_int else str(v))
+        return value
+
+    def select(self, name: str, label: str, options: Sequence, default, format_func=str,
+               help: str | None = None, horizontal: bool = False, radio: bool = False, container=st):
+        by_text = {str(o): o for o in options}
+
+        def parse(raw):
+            if raw not in by_text:
+                raise ValueError(f"allowed: {', '.join(by_text)}")
+            return by_text[raw]
+
+        key = self._init(name, default, parse)
+        if radio:
+            value = container.radio(label, options, key=key, format_func=format_func, help=help,
+                                    horizontal=horizontal)
+        else:
+            value = container.selectbox(label, options, key=key, format_func=format_func, help=help)
+        self._publish(name, value, default)
+        return value
+
+    def multiselect(self, name: str, label: str, options: Sequence, default: Sequence,
+                    format_func=str, help: str | None = None, container=st):
+        by_text = {str(o): o for o in options}
+
+        def parse(raw):
+            items = [s for s in raw.split(",") if s]
+            bad = [s for s in items if s not in by_text]
+            if bad:
+                raise ValueError(f"unknown: {', '.join(bad)}")
+            return [by_text[s] for s in items]
+
+        key = self._init(name, list(default), parse)
+        value = container.multiselect(label, options, key=key, format_func=format_func, help=help)
+        self._publish(name, list(value), list(default), fmt=lambda v: ",".join(map(str, v)))
+        return value
+
+    def checkbox(self, name: str, label: str, default: bool, help: str | None = None, container=st):
+        def parse(raw):
+            if raw.lower() not in ("0", "1", "true", "false"):
+                raise ValueError("use 1 or 0")
+            return raw.lower() in ("1", "true")
+
+        key = self._init(name, default, parse)
+        value = container.checkbox(label, key=key, help=help)
+        self._publish(name, value, default, fmt=lambda v: "1" if v else "0")
+        return value
+
+    def text(self, name: str, label: str, default: str, max_chars: int = 4000, area: bool = True,
+             help: str | None = None, height: int | None = None, container=st):
+        def parse(raw):
+            if len(raw) > max_chars:
+                self.notes.append(self.t("note_long_text", name=name, n=len(raw), cap=max_chars))
+                return raw[:max_chars]
+            return raw
+
+        key = self._init(name, default, parse)
+        if area:
+            value = container.text_area(label, key=key, max_chars=max_chars, help=help, height=height)
+        else:
+            value = container.text_input(label, key=key, max_chars=max_chars, help=help)
+        self._publish(name, value, default)
+        return value
+
+    def integer(self, name: str, label: str, lo: int, hi: int, default: int, help: str | None = None,
+                container=st):
+        def parse(raw):
+            v = int(raw)
+            return self._clamp(name, v, lo, hi)
+
+        key = self._init(name, default, parse)
+        value = container.number_input(label, lo, hi, key=key, step=1, help=help)
+        self._publish(name, int(value), default)
+        return int(value)
+
+    # ---- end of page -----------------------------------------------------------------------
+    def unclaimed(self) -> list[str]:
+        return [k for k in st.query_params.keys() if k not in self.claimed]
+
+    def finish(self) -> None:
+        """Drop URL parameters that no control claimed, with a note."""
+        for name in self.unclaimed():
+            self.notes.append(self.t("note_unknown_param", name=name[:40]))
+            del st.query_params[name]

@@ -1,0 +1,98 @@
+"""Temperature (CONCEPTS.md §1): widgets and layout only; the numbers come from lib/."""
+import numpy as np
+import streamlit as st
+
+from lib import generate, runtime, temperature
+from lib.checks import CheckResult
+from lib.plots import temperature as plots
+from lib.sampling import SamplingConfig
+from lib.tokens import token_texts
+from lib.ui.page import ConceptPage
+from lib.ui.token_view import tokens_html
+
+TEMP_OPTIONS = (0.0, 0.1, 0.25, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0)
+SWEEP = np.geomspace(0.05, 20.0, 41)        # the temperature axis of the sweep figure
+TOP = 10                                    # tokens drawn in the bar chart
+
+page = ConceptPage("temperature")
+t = page.t
+m = page.model()
+
+page.section("controls")
+left, right = st.columns([3, 2])
+prompt = page.prompt(container=left)
+temps = page.state.multiselect("Ts", t("temps_label"), TEMP_OPTIONS, (0.5, 1.0, 2.0),
+                               help=t("temps_help"), container=right) or [1.0]
+temps = sorted(temps)
+T = page.state.number_slider("T", t("t_label"), 0.0, 3.0, 0.8, step=0.05, container=right)
+c1, c2 = right.columns(2)
+seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, help=t("seed_help"), container=c1)
+n_new = page.state.number_slider("n", t("n_label"), 4, 48, 16, container=c2)
+
+# ---- the model call (cached per model + prompt) ------------------------------------------
+logits = runtime.cached(generate.next_token_logits)(m.engine, prompt.ids)          # (V,)
+sw = runtime.cached(temperature.sweep)(logits, tuple(SWEEP.tolist()) + tuple(temps), TOP)
+top_tokens = token_texts(m.tokenizer, sw.top_ids)
+probs_chosen = [temperature.temperature_probs(logits, T_)[sw.top_ids].numpy() for T_ in temps]
+
+tail = m.tokenizer.decode(list(prompt.ids[-4:]), skip_special_tokens=True)
+fig = plots.distributions_figure(top_tokens, temps, probs_chosen, t("fig_dist_title", tail=tail), t("fig_dist_y"))
+data = {"token": top_tokens, "token_id": sw.top_ids.tolist()}
+data.update({f"p_T={T_:g}": p.tolist() for T_, p in zip(temps, probs_chosen)})
+page.figure(fig, "distributions", data)
+
+for T_ in temps:
+    p = temperature.temperature_probs(logits, T_)
+    n90 = temperature.tokens_for_mass(p, 0.9)
+    st.caption(t("stats_line", T=T_, H=temperature.entropy_bits(p), tok=top_tokens[0], p=float(p.max()), n90=n90))
+
+n_sw = len(SWEEP)
+fig = plots.sweep_figure(SWEEP, sw.entropy_bits[:n_sw], sw.top1_prob[:n_sw], temps,
+                         {"title": t("fig_sweep_title"), "entropy": t("sweep_entropy"),
+                          "top1": t("sweep_top1"), "x": t("sweep_x")})
+page.figure(fig, "entropy_vs_T", {"T": SWEEP.tolist(), "entropy_bits": sw.entropy_bits[:n_sw].tolist(),
+                                  "top1_prob": sw.top1_prob[:n_sw].tolist()})
+
+rank_temps = [T_ for T_ in temps if T_ > 0] or [1.0]
+scaled = temperature.scaled_logits(logits, sw.top_ids[:8], rank_temps)
+fig = plots.rank_figure(top_tokens[:8], scaled, rank_temps, {"title": t("fig_rank_title"), "y": t("fig_rank_y")})
+page.figure(fig, "logits_over_T", {"token": top_tokens[:8],
+                                   **{f"logit/T T={T_:g}": col for T_, col in zip(rank_temps, scaled)}})
+
+# ---- continuations (the long part: progress + cache) -------------------------------------
+st.subheader(t("gen_title"))
+eos = m.spec.eos_ids
+with st.spinner(t("gen_running", n=n_new)):
+    greedy_steps = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(0.0), 0, n_new, eos)
+    sampled_steps = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(T), seed, n_new, eos)
+labels = {"model": t("lbl_model"), "final": t("lbl_final"), "rank": t("lbl_rank")}
+g1, g2 = st.columns(2)
+g1.markdown(f"**{t('gen_greedy')}**")
+g1.html(tokens_html(m.tokenizer, prompt.text[-200:], greedy_steps, labels))
+g2.markdown(f"**{t('gen_sampled', T=T, seed=seed)}**")
+g2.html(tokens_html(m.tokenizer, prompt.text[-200:], sampled_steps, labels))
+st.caption(t("gen_caption"))
+
+page.notice()
+
+# ---- live checks -------------------------------------------------------------------------
+check_temps = tuple(sorted(set([0.05, 0.1, 0.3, 0.5, 0.7, 1.5, 2.0, 5.0, 20.0] + [x for x in temps if x > 0])))
+same, worst = runtime.cached(temperature.ranks_identical)(logits, check_temps)
+hf_diff = runtime.cached(temperature.max_diff_vs_transformers)(logits, check_temps)
+ent = sw.entropy_bits[:n_sw]
+greedy_ids = [s.token for s in greedy_steps]
+bad = runtime.cached(generate.argmax_mismatches)(m.engine, prompt.ids, tuple(greedy_ids))
+page.checks([
+    CheckResult(t("check_rank", V=m.spec.vocab, n=len(check_temps), lo=check_temps[0], hi=check_temps[-1]),
+                same, t("check_rank_detail", worst=worst)),
+    CheckResult(t("check_hf"), hf_diff <= 1e-6, t("check_hf_detail", n=len(check_temps), d=hf_diff)),
+    CheckResult(t("check_entropy"), temperature.is_monotonic_increasing(ent),
+                t("check_entropy_detail", h0=ent[0], h1=ent[-1], lo=SWEEP[0], hi=SWEEP[-1], n=n_sw,
+                  step=float(np.diff(ent).min()))),
+    CheckResult(t("check_greedy"), bad == 0, t("check_greedy_detail", k=len(greedy_ids), bad=bad)),
+])
+page.try_this()
+page.code(temperature.temperature_probs, temperature.entropy_bits, temperature.ranks_identical,
+          generate.sample_steps)
+page.sources()
+page.finish()

@@ -1,0 +1,71 @@
+"""Our engine on the real Gemma 3 270M against transformers' forward (eager attention)."""
+import pytest
+import torch
+
+from lib.generate import greedy
+
+pytestmark = pytest.mark.real_model
+TOL = 1e-4
+
+
+def test_prompt_facts(real_model):
+    """The known next tokens for the classic prompt (see FACTS.md), through the app's loader."""
+    from lib.generate import next_token_logits
+    from lib.tokens import encode_prompt
+
+    p = encode_prompt(real_model.tokenizer, "The capital of France is")
+    assert p.ids[0] == real_model.spec.bos_id
+    probs = torch.softmax(next_token_logits(real_model.engine, p.ids), -1)
+    top = [real_model.tokenizer.decode([i]) for i in probs.topk(3).indices.tolist()]
+    assert top == [" the", " a", " Paris"]
+    assert probs.max().item() == pytest.approx(0.191, abs=0.005)
+
+
+def test_spec_of_bundled_model(real_model):
+    s = real_model.spec
+    assert (s.n_layers, s.hidden, s.n_heads, s.n_kv_heads, s.head_dim, s.vocab) == (18, 640, 4, 1, 256, 262144)
+    assert [i for i, w in enumerate(s.windows) if w is None] == [5, 11, 17]
+    assert set(s.windows) == {512, None}
+    assert s.rope_thetas[0] == 10_000.0 and s.rope_thetas[5] == 1_000_000.0
+    assert s.attn_scale == pytest.approx(1 / 16)
+
+
+def test_prefill_and_64_decode_steps_past_the_window(real_hf, real_engine_with_hf, real_model, gpl_text):
+    """700-token prompt (past the 512 window) then 64 greedy decode steps, logits within 1e-4."""
+    tok = real_model.tokenizer
+    ids = tok(gpl_text, return_tensors="pt").input_ids[:, :700]
+    eng = real_engine_with_hf
+    cache = eng.new_cache(capacity=800)
+    ours = eng.forward(ids, cache, logits="last")[0, -1]
+    with torch.no_grad():
+        out = real_hf(ids, use_cache=True)
+    assert (ours - out.logits[0, -1]).abs().max().item() <= TOL
+    past = out.past_key_values
+    nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+    worst = 0.0
+    for _ in range(64):
+        ours = eng.forward(nxt, cache)[0, -1]
+        with torch.no_grad():
+            out = real_hf(nxt, past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        worst = max(worst, (ours - out.logits[0, -1]).abs().max().item())
+        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+    assert worst <= TOL, worst
+
+
+def test_greedy_tokens_equal_transformers_generate(real_hf, real_engine_with_hf, real_model):
+    tok = real_model.tokenizer
+    for text in ["The capital of France is", "def fibonacci(n):", "Ibu kota Indonesia adalah"]:
+        ids = tok(text, return_tensors="pt").input_ids
+        with torch.no_grad():
+            ref = real_hf.generate(ids, max_new_tokens=24, do_sample=False, min_new_tokens=24)
+        ours = greedy(real_engine_with_hf, ids[0].tolist(), 24)
+        assert ours.new_ids == ref[0, ids.shape[1]:].tolist(), text
+
+
+def test_app_engine_equals_reference_engine(real_model, real_engine_with_hf):
+    """The app's engine (weights handed over, transformers copy freed) computes the same."""
+    ids = torch.tensor([[2, 818, 5279, 529, 7001, 563]])
+    a = real_model.engine.forward(ids, real_model.engine.new_cache())
+    b = real_engine_with_hf.forward(ids, real_engine_with_hf.new_cache())
+    assert torch.equal(a, b)
