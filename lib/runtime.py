@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 
 import streamlit as st
@@ -58,6 +59,11 @@ def _hash_model(m) -> str:
     return m.key
 
 
+def _hash_tensor(t: torch.Tensor) -> str:
+    data = t.detach().cpu().contiguous()
+    return f"{tuple(data.shape)}|{data.dtype}|" + hashlib.sha1(data.view(torch.uint8).numpy()).hexdigest()
+
+
 _wrapped: dict = {}
 
 
@@ -65,5 +71,6 @@ def cached(fn, max_entries: int = 64):
     """`cached(fn)(*args)` = fn(*args), memoised per process on the arguments' values."""
     if fn not in _wrapped:
         _wrapped[fn] = st.cache_data(fn, show_spinner=False, max_entries=max_entries,
-                                     hash_funcs={LoadedModel: _hash_model, Engine: _hash_model})
+                                     hash_funcs={LoadedModel: _hash_model, Engine: _hash_model,
+                                                 torch.Tensor: _hash_tensor})
     return _wrapped[fn]

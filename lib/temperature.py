@@ -52,8 +52,12 @@ def sweep(logits: torch.Tensor, temperatures, top_k: int = 10) -> TemperatureSwe
 
 
 def rank_order(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Token ids from most to least likely after dividing by T (stable sort: ties keep id order)."""
-    return torch.sort(apply_temperature(logits.float(), temperature), descending=True, stable=True).indices
+    """Token ids from most to least likely after dividing by T (stable sort: ties keep id order).
+
+    Computed in float64: there x / T of two different float32 logits never rounds to the same
+    number, so the check tests the real-arithmetic claim. (In float32, dividing by a large T can
+    round neighbouring logits to equal values — a tie, not a reversal.)"""
+    return torch.sort(apply_temperature(logits.double(), temperature), descending=True, stable=True).indices
 
 
 def ranks_identical(logits: torch.Tensor, temperatures) -> tuple[bool, int]:

@@ -1,0 +1,73 @@
+"""Every registered page through Streamlit's AppTest (real model, no browser)."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from lib.concepts import CONCEPTS
+from tests.conftest import ROOT
+from lib.ui.i18n import load_texts
+
+pytestmark = pytest.mark.real_model
+PAGES = [c for c in CONCEPTS if c.exists]
+TIMEOUT = 240
+
+
+def open_page(slug: str | None, params: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    at.run()
+    if slug:
+        at.switch_page(f"pages/{slug.replace('-', '_')}.py")
+        at.run()
+    return at
+
+
+def texts_on_page(at) -> str:
+    parts = [m.value for m in at.markdown] + [t.value for t in at.title] + [s.value for s in at.subheader]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_home_page_lists_every_concept():
+    at = open_page(None)
+    assert not at.exception
+    body = texts_on_page(at)
+    assert "Gemma" in body or "LLM" in body
+
+
+@pytest.mark.parametrize("concept", PAGES, ids=[c.slug for c in PAGES])
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_page_runs_in_both_languages(concept, lang):
+    at = open_page(concept.slug, {"lang": lang})
+    assert not at.exception, [e.value for e in at.exception]
+    title = load_texts(concept.slug)[lang]["title"]
+    assert any(title in t.value for t in at.title)
+    headers = [s.value for s in at.subheader]
+    common = load_texts("common")[lang]
+    for key in ("what_to_notice", "check_it", "try_this", "the_code", "sources"):
+        assert common[key] in headers, key
+
+
+@pytest.mark.parametrize("concept", PAGES, ids=[c.slug for c in PAGES])
+def test_bad_url_parameters_give_notes_not_crashes(concept):
+    at = open_page(concept.slug, {"nonsense": "1", "T": "banana", "seed": "-5", "n": "1e9"})
+    assert not at.exception, [e.value for e in at.exception]
+    notes = " ".join(i.value for i in at.info)
+    assert "nonsense" in notes
+
+
+def test_empty_prompt_gives_a_message():
+    at = open_page("temperature", {"prompt": "   "})
+    assert not at.exception
+    assert any("prompt" in w.value.lower() for w in at.warning)
+
+
+def test_emoji_and_non_latin_prompts():
+    for text in ["🙂🚀 こんにちは", "مرحبا بالعالم", "Привет, мир", "ibu kota 🇮🇩 adalah"]:
+        at = open_page("temperature", {"prompt": text})
+        assert not at.exception, text
+
+
+def test_huge_prompt_is_truncated_with_a_note():
+    at = open_page("temperature", {"prompt": "word " * 1500})
+    assert not at.exception
+    assert any("256" in i.value for i in at.info)
