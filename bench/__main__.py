@@ -1,0 +1,57 @@
+"""python -m bench [--baseline] [--only core,topic,...]
+
+Core keys (issue 2): load_cold_s, prepare_cold_s, load_warm_s, decode_tok_s, hf_decode_tok_s,
+decode_speedup, bandwidth_bound_tok_s, decode_fraction_of_bound, logits_max_abs_diff,
+peak_rss_mb, page_first_render_s. --baseline adds hf_gguf_load_s (stock transformers GGUF
+load). Topic modules in bench/ add their own keys. Timings are medians of repeated runs,
+measured side by side in this process; the last line of output is the JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--baseline", action="store_true", help="also time the stock transformers GGUF load")
+    ap.add_argument("--only", default="", help="comma-separated: core and/or topic module names")
+    ap.add_argument("--skip-cold", action="store_true", help="skip the cold preparation (slow, writes 1 GB)")
+    a = ap.parse_args()
+    only = set(filter(None, a.only.split(",")))
+    from bench import core
+
+    out: dict = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(["python -m bench"] + sys.argv[1:])}
+    if not only or "core" in only:
+        out.update(core.measure_all(baseline=a.baseline, cold=not a.skip_cold))
+    topics = [m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+              if m.name not in ("core", "__main__", "common")]
+    model = None
+    for name in sorted(topics):
+        if only and name not in only:
+            continue
+        mod = importlib.import_module(f"bench.{name}")
+        if model is None:
+            from lib import model_loader
+
+            model = model_loader.load("bundled", "cpu")
+        print(f"[bench] {name}…", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            out.update(mod.measure(model))
+        except Exception as e:  # noqa: BLE001 - one broken topic must not hide the others
+            out[f"{name}_error"] = f"{type(e).__name__}: {e}"
+        print(f"[bench] {name} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+    print(json.dumps(out, default=float))
+
+
+if __name__ == "__main__":
+    main()
