@@ -1,0 +1,53 @@
+"""Our fast GGUF reader against the gguf package's own writer and reader."""
+import numpy as np
+import pytest
+
+from lib.gguf_file import GGUFFile
+
+
+@pytest.fixture()
+def tiny_gguf(tmp_path):
+    import gguf
+
+    path = tmp_path / "tiny.gguf"
+    w = gguf.GGUFWriter(str(path), "gemma3")
+    w.add_block_count(2)
+    w.add_string("general.name", "tiny ✓")
+    w.add_array("tokenizer.ggml.tokens", ["<pad>", "▁hello", "世界", "🙂"])
+    w.add_array("tokenizer.ggml.scores", [0.0, -1.5, -2.5, -3.5])
+    w.add_float32("gemma3.rope.freq_base", 1e6)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 32)).astype(np.float32)
+    b = rng.standard_normal((64, 32)).astype(np.float32)
+    w.add_tensor("a.weight", a)
+    w.add_tensor("b.weight", gguf.quants.quantize(b, gguf.GGMLQuantizationType.Q8_0),
+                 raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path, a, b
+
+
+def test_metadata_and_tensors_match_the_gguf_package(tiny_gguf):
+    import gguf
+
+    path, a, b = tiny_gguf
+    f = GGUFFile(path)
+    assert f.metadata["general.architecture"] == "gemma3"
+    assert f.metadata["general.name"] == "tiny ✓"
+    assert f.metadata["gemma3.block_count"] == 2
+    assert f.metadata["tokenizer.ggml.tokens"] == ["<pad>", "▁hello", "世界", "🙂"]
+    np.testing.assert_array_equal(f.metadata["tokenizer.ggml.scores"], [0.0, -1.5, -2.5, -3.5])
+    np.testing.assert_array_equal(f.dequantize("a.weight"), a)
+    ref = gguf.GGUFReader(str(path))
+    t = next(t for t in ref.tensors if t.name == "b.weight")
+    np.testing.assert_array_equal(f.dequantize("b.weight"), gguf.quants.dequantize(t.data, t.tensor_type))
+    assert np.abs(f.dequantize("b.weight") - b).max() < 0.05   # Q8_0 is close to the original
+
+
+def test_not_a_gguf_file_is_rejected(tmp_path):
+    p = tmp_path / "x.gguf"
+    p.write_bytes(b"NOPE" + bytes(64))
+    with pytest.raises(ValueError, match="not a GGUF"):
+        GGUFFile(p)
