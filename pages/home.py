@@ -31,7 +31,8 @@ for col, group in zip(cols, GROUPS):
 st.subheader(t("facts_title"))
 m = runtime.model()
 st.caption(t("facts_intro"))
-st.table({t(k): [v] for k, v in model_facts(m, t).items()}, border="horizontal")
+rows = "\n".join(f"| {t(k)} | {v} |" for k, v in model_facts(m, t).items())
+st.markdown(f"| | |\n|---|---|\n{rows}")
 if m.source == "bundled":
     st.info(t("quant_note"))
 st.caption(t("terms"))
