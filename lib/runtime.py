@@ -22,8 +22,11 @@ torch.set_num_threads(max(1, min(torch.get_num_threads(), 4)))
 _load_lock = threading.Lock()  # two visitors asking for a new model load it once
 
 
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
 @st.cache_resource(show_spinner=False, max_entries=2)
-def _load(source: str, device: str) -> LoadedModel:
+def _load(source: str, device: str, dtype: str = "float32") -> LoadedModel:
     with _load_lock:
         bar = st.progress(0.0, text="Preparing the model…")
 
@@ -31,28 +34,28 @@ def _load(source: str, device: str) -> LoadedModel:
             bar.progress(min(max(frac, 0.0), 1.0), text=f"Preparing the bundled model (first run only): {msg}")
 
         try:
-            return model_loader.load(source, device, progress=progress)
+            return model_loader.load(source, device, DTYPES[dtype], progress=progress)
         finally:
             bar.empty()
 
 
-def choice() -> tuple[str, str]:
-    """(source, device) this session asked for (set by the sidebar)."""
+def choice() -> tuple[str, str, str]:
+    """(source, device, dtype) this session asked for (set by the sidebar)."""
     return (st.session_state.get("model_source", BUNDLED),
-            st.session_state.get("device", model_loader.default_device()))
+            st.session_state.get("device", model_loader.default_device()),
+            st.session_state.get("dtype", "float32"))
 
 
 def model() -> LoadedModel:
     """The model for this session. A failed load shows the reason and falls back to the
     bundled model, resetting the session's choice."""
-    source, device = choice()
+    source, device, dtype = choice()
     try:
-        return _load(source, device)
+        return _load(source, device, dtype)
     except ModelLoadError as e:
         st.error(str(e))
         st.session_state["model_source"] = BUNDLED
-        st.session_state["device"] = "cpu"
-        return _load(BUNDLED, "cpu")
+        return _load(BUNDLED, "cpu", "float32")
 
 
 def _hash_model(m) -> str:

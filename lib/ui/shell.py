@@ -50,6 +50,7 @@ def sidebar() -> None:
             devices = model_loader.available_devices()
             st.session_state.setdefault("device", model_loader.default_device())
             st.selectbox(c("device"), devices, key="device")
+            st.selectbox(c("dtype"), tuple(runtime.DTYPES), key="dtype", help=c("dtype_help"))
     # Keep the language in the URL when it is not the default, so links keep it.
     if lang != "en":
         st.query_params["lang"] = lang
