@@ -106,6 +106,8 @@ class Engine:
         self.embed_t = embed_t
         self.lm_head_t = embed_t if spec.tied_embeddings else self._take(head)  # (D, V)
         self.final_norm = base.norm.weight
+        # sqrt(hidden) rounded to the weights' dtype, as transformers does
+        self._embed_scale = torch.tensor(spec.embed_scale, dtype=self.dtype, device=self.device)
         self.layers = [self._layer_weights(layer) for layer in base.layers]
         self.inv_freq = [self._inv_freq(hf_model, l) for l in range(spec.n_layers)]
         self.rope_scaling = [self._rope_scaling(hf_model, l) for l in range(spec.n_layers)]
@@ -170,10 +172,13 @@ class Engine:
         if positions is None:
             start = cache.next_position
             positions = torch.arange(start, start + T, device=ids.device).expand(B, T)
-        cache.next_position = int(positions.max()) + 1
+        if hasattr(cache, "advance"):
+            cache.advance(positions)   # a static (CUDA-graph) cache must not sync with the host
+        else:
+            cache.next_position = int(positions.max()) + 1
 
         x = self.embed_t[:, ids].permute(1, 2, 0)                       # (B, T, D)
-        x = x * torch.tensor(spec.embed_scale, dtype=self.dtype)
+        x = x * self._embed_scale
         x = self._hook(hooks, "embed", -1, x)
         rope = {}  # (theta, scaling) -> cos, sin, shared by layers of the same type
         for l, w in enumerate(self.layers):

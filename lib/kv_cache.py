@@ -48,6 +48,11 @@ class KVCache:
         return sum(self.keys(l).nbytes + self.values(l).nbytes for l in range(self.n_layers))
 
     # ---- writing ---------------------------------------------------------------------------
+    def advance(self, positions: torch.Tensor) -> None:
+        """Called by the engine after each forward: new tokens continue after the last one."""
+        self.next_position = int(positions.max()) + 1
+
+
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor):
         """Add T entries k, v (B, H, T, d) at positions pos (B, T); return the layer's full
         (keys, values, positions) views."""
