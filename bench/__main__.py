@@ -33,7 +33,7 @@ def main() -> None:
     if not only or "core" in only:
         out.update(core.measure_all(baseline=a.baseline, cold=not a.skip_cold))
     topics = [m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
-              if m.name not in ("core", "__main__", "common")]
+              if m.name not in ("core", "__main__", "common") and not m.name.startswith("gpu")]
     model = None
     for name in sorted(topics):
         if only and name not in only:
