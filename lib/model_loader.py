@@ -78,7 +78,8 @@ def load(source: str = BUNDLED, device: str = "cpu", dtype: torch.dtype = torch.
         timings["prepare_s"] = time.perf_counter() - t0
         name, local_only = "Gemma 3 270M (Q4_K_M GGUF, dequantized)", True
     else:
-        folder, name, local_only = _check_other(source), source, False
+        folder, name = _check_other(source), source
+        local_only = Path(folder).exists() or not _hub_reachable()
     t1 = time.perf_counter()
     try:
         hf, tokenizer = _load_folder(str(folder), device, dtype, local_only)
@@ -95,6 +96,19 @@ def load(source: str = BUNDLED, device: str = "cpu", dtype: torch.dtype = torch.
                        time.perf_counter() - t0, timings)
 
 
+def _hub_reachable(host: str = "huggingface.co", timeout_s: float = 3.0) -> bool:
+    """Can we open a TCP connection to the hub? (Avoids ~35 s of retries when offline.)"""
+    import socket
+
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    try:
+        with socket.create_connection((host, 443), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 def _check_other(source: str) -> str:
     """Validate a folder / hub id before loading weights: supported architecture, no remote code."""
     from transformers import AutoConfig
@@ -102,9 +116,16 @@ def _check_other(source: str) -> str:
     source = source.strip()
     if not source:
         raise ModelLoadError("no model given")
+    if source.startswith(("/", ".", "~")) and not Path(source).expanduser().exists():
+        raise ModelLoadError(f"there is no folder {source!r} on this machine")
+    source = str(Path(source).expanduser()) if source.startswith("~") else source
+    local_only = Path(source).exists() or not _hub_reachable()
     try:
-        cfg = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        cfg = AutoConfig.from_pretrained(source, trust_remote_code=False, local_files_only=local_only)
     except Exception as e:  # noqa: BLE001
+        if local_only and not Path(source).exists():
+            raise ModelLoadError(f"{source!r} is not a folder here, not in the local Hugging Face cache, and "
+                                 "the Hugging Face hub cannot be reached from this machine") from e
         msg = str(e).splitlines()[0][:200]
         if "gated" in msg.lower() or "401" in msg or "403" in msg:
             raise ModelLoadError(f"{source!r} is gated: accept its licence and log in first ({msg})") from e

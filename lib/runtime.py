@@ -47,15 +47,18 @@ def choice() -> tuple[str, str, str]:
 
 
 def model() -> LoadedModel:
-    """The model for this session. A failed load shows the reason and falls back to the
-    bundled model, resetting the session's choice."""
-    source, device, dtype = choice()
+    """The model for this session. A failed load shows the reason and keeps the model the
+    session had before (the bundled one at first)."""
+    wanted = choice()
     try:
-        return _load(source, device, dtype)
+        m = _load(*wanted)
+        st.session_state["model_good"] = wanted
+        return m
     except ModelLoadError as e:
         st.error(str(e))
-        st.session_state["model_source"] = BUNDLED
-        return _load(BUNDLED, "cpu", "float32")
+        good = st.session_state.get("model_good", (BUNDLED, "cpu", "float32"))
+        st.session_state["model_source"] = good[0]
+        return _load(*good)
 
 
 def _hash_model(m) -> str:

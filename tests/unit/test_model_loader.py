@@ -11,7 +11,7 @@ from tests.conftest import tiny_llama
 
 
 def test_missing_folder_is_a_clear_error(tmp_path):
-    with pytest.raises(ModelLoadError, match="neither a model folder"):
+    with pytest.raises(ModelLoadError, match="no folder"):
         model_loader.load(str(tmp_path / "nope"), "cpu")
 
 
@@ -43,3 +43,13 @@ def test_a_local_llama_folder_loads_and_matches_transformers(tmp_path, real_fold
     with torch.no_grad():
         ref = hf(ids).logits[0, -1]
     torch.testing.assert_close(m.engine.forward(ids, m.engine.new_cache())[0, -1], ref, atol=1e-5, rtol=0)
+
+
+def test_unreachable_hub_id_fails_fast_with_a_clear_message(monkeypatch):
+    import time
+
+    monkeypatch.setattr(model_loader, "_hub_reachable", lambda *a, **k: False)
+    t0 = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="cannot be reached"):
+        model_loader.load("some-org/some-model-that-is-not-cached", "cpu")
+    assert time.perf_counter() - t0 < 10
