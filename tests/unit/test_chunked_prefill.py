@@ -1,0 +1,49 @@
+"""Chunked prefill equals one-shot prefill; the scheduler simulation's bookkeeping."""
+import numpy as np
+import pytest
+import torch
+
+from lib.chunked_prefill import StepCosts, chunked_vs_oneshot, measure_costs
+from lib.engine import Engine
+from lib.model_spec import spec_from_config
+from lib.scheduler_sim import SimRequest, scenario, simulate, sweep_chunks
+from tests.conftest import tiny_gemma3
+
+COSTS = StepCosts((16, 64, 256), (0.02, 0.06, 0.22), (1, 4), (0.01, 0.013), 64)  # hand-made, for the bookkeeping
+
+
+@pytest.fixture(scope="module")
+def eng():
+    hf = tiny_gemma3(window=8)
+    return Engine(spec_from_config(hf.config), hf)
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 16, 50])
+def test_chunked_prefill_logits_equal_one_shot(eng, chunk):
+    ids = torch.randint(0, 97, (50,), generator=torch.Generator().manual_seed(chunk)).tolist()
+    res = chunked_vs_oneshot(eng, ids, chunk)
+    assert res.max_abs_diff <= 1e-5 and res.cache_diff <= 1e-5 and res.argmax_equal
+
+
+def test_measure_costs_returns_positive_times(eng):
+    c = measure_costs(eng, (4, 8), (1, 2), context=8)
+    assert all(t > 0 for t in c.prefill_s + c.decode_s)
+    assert c.prefill(6) > 0 and c.prefill(0) == 0.0
+
+
+def test_simulation_token_counts_and_ttft():
+    reqs = [SimRequest("r", 0.0, 0, 10), SimRequest("p", 0.015, 256, 3)]
+    res = simulate(reqs, COSTS, None)
+    assert len(res.token_times["r"]) == 10 and len(res.token_times["p"]) == 3
+    # unchunked: the step after arrival does decode(1) + prefill(256)
+    assert res.ttft_s["p"] == pytest.approx(0.02 - 0.015 + 0.01 + 0.22)
+    assert res.tbt_s().max() == pytest.approx(0.01 + 0.22)
+
+
+def test_chunking_bounds_the_gap_and_costs_ttft():
+    reqs = scenario(COSTS, n_running=4, prompt_len=256, n_arrivals=2)
+    rows = {r.chunk: r for r in sweep_chunks(reqs, COSTS, [16, 64, None])}
+    assert rows[16].tbt_max_s <= COSTS.decode(5) + COSTS.prefill(16) + 1e-12
+    assert rows[16].tbt_p99_s < rows[64].tbt_p99_s < rows[None].tbt_p99_s
+    assert rows[16].ttft_mean_s > rows[None].ttft_mean_s
+    assert np.isclose(rows[None].tbt_p50_s, COSTS.decode(4))

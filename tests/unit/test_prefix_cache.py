@@ -1,0 +1,49 @@
+"""Prefix reuse on a tiny random Gemma 3: equal to recompute, wrong at shifted positions."""
+import pytest
+import torch
+
+from lib.engine import Engine
+from lib.model_spec import spec_from_config
+from lib.prefix_cache import (common_prefix_len, match_blocks, reuse_at_shifted_positions,
+                              reuse_vs_recompute, token_diff)
+from tests.conftest import tiny_gemma3
+
+
+@pytest.fixture(scope="module")
+def eng():
+    hf = tiny_gemma3(window=64)
+    return Engine(spec_from_config(hf.config), hf)
+
+
+def ids(n, seed):
+    return torch.randint(0, 97, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def test_common_prefix_and_diff():
+    assert common_prefix_len([1, 2, 3], [1, 2, 4, 5]) == 2
+    assert common_prefix_len([], [1]) == 0
+    d = token_diff([1, 2, 3], [1, 9, 3, 4])
+    assert [x[0] for x in d] == ["same", "after", "after", "after"] and d[3][2] is None
+
+
+def test_match_blocks_hits_then_misses_after_first_change():
+    a = ids(40, 0)
+    b = a[:20] + [5] + a[21:]                          # change inside block 1 (block size 8)
+    rows = match_blocks(a, b, 8)
+    assert [r.hit for r in rows] == [True, True, False, False, False]
+    early = [a[0] ^ 1] + a[1:]
+    assert not any(r.hit for r in match_blocks(a, early, 8))
+
+
+def test_reuse_equals_recompute(eng):
+    a = ids(37, 1)
+    b = a[:30] + ids(9, 2)
+    res = reuse_vs_recompute(eng, a, b, block_size=8, repeats=1)
+    assert res.n_reused == 24 and len(res.hit_blocks) == 3
+    assert res.max_abs_diff <= 1e-5 and res.argmax_equal
+
+
+def test_reuse_at_shifted_positions_is_wrong(eng):
+    x = ids(30, 3)
+    assert reuse_at_shifted_positions(eng, x, 20, 0).max_abs_diff <= 1e-5
+    assert reuse_at_shifted_positions(eng, x, 20, 7).max_abs_diff > 1e-2
