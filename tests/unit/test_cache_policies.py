@@ -1,0 +1,170 @@
+"""Cache policies on a tiny random Gemma 3: eviction, masks, re-numbered positions, bytes."""
+import numpy as np
+import pytest
+import torch
+
+from lib import cache_policies as cp
+from lib.engine import Engine
+from lib.engine_hooks import Recorder
+from lib.kv_eviction import Cancelled, new_evicting_cache, step
+from lib.model_spec import spec_from_config
+from lib.policy_masks import policy_hooks
+from lib.streaming_eval import nll_evicting, nll_masked, nll_recompute, running_perplexity, token_nll
+from tests.conftest import tiny_gemma3
+
+N = 28
+
+
+@pytest.fixture(scope="module")
+def eng():
+    hf = tiny_gemma3(window=16)   # layers 0-4 local (16), layer 5 global
+    return Engine(spec_from_config(hf.config), hf)
+
+
+@pytest.fixture(scope="module")
+def eng_w8():
+    hf = tiny_gemma3(seed=3, window=8)
+    return Engine(spec_from_config(hf.config), hf)
+
+
+def ids(n=N, seed=5):
+    return tuple(torch.randint(0, 97, (n,), generator=torch.Generator().manual_seed(seed)).tolist())
+
+
+POLICIES = [cp.window(6), cp.window(6, layers="local"), cp.sinks(3, 5), cp.sinks(2, 6, reassign=True)]
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=[p.label for p in POLICIES])
+def test_masked_chunks_equal_token_by_token_eviction(eng, policy):
+    text = ids()
+    ref = nll_evicting(eng, text, policy)
+    fast = nll_masked(eng, text, policy, chunk=7)
+    np.testing.assert_allclose(fast.nll, ref.nll, atol=2e-5, rtol=0)
+
+
+@pytest.mark.parametrize("policy", [cp.sinks(2, 12), cp.sinks(2, 12, reassign=True)],
+                         ids=["sinks", "sinks-renumbered"])
+def test_model_window_still_applies(eng_w8, policy):
+    """Policy window 12 > the model's own local window 8: both paths must keep the model's rule."""
+    text = ids(26, seed=9)
+    np.testing.assert_allclose(nll_masked(eng_w8, text, policy, chunk=5).nll,
+                               nll_evicting(eng_w8, text, policy).nll, atol=2e-5, rtol=0)
+
+
+def test_policies_differ_once_eviction_starts(eng):
+    text = ids()
+    d = nll_masked(eng, text, cp.dense()).nll
+    w = nll_masked(eng, text, cp.window(6)).nll
+    np.testing.assert_allclose(w[:6], d[:6], atol=1e-5)   # window not full yet: identical
+    assert np.abs(w[6:] - d[6:]).max() > 1e-3            # evicted keys change the outputs
+
+
+def test_renumbering_changes_sink_scores_only(eng):
+    text = ids()
+    a = nll_masked(eng, text, cp.sinks(2, 6)).nll
+    b = nll_masked(eng, text, cp.sinks(2, 6, reassign=True)).nll
+    np.testing.assert_allclose(a[:7], b[:7], atol=1e-5)   # t < S + W - 1: slot = position
+    assert np.abs(a - b).max() > 1e-4
+
+
+def test_evicted_positions_get_exactly_zero_attention(eng):
+    policy = cp.sinks(2, 6)
+    x = torch.tensor([ids()])
+    cache = eng.new_cache(1, N)
+    rec = Recorder({"probs"})
+    hooks = policy_hooks(eng, cache, policy)
+    hooks.update(rec.hooks())
+    eng.forward(x, cache, hooks=hooks)
+    pos = torch.arange(N)
+    for l in range(eng.spec.n_layers):
+        p = rec[("probs", l)][0]                                    # (H, T, S)
+        allow = cp.visible(policy, eng.spec, l, pos, pos)           # (T, S)
+        assert torch.all(p[:, ~allow] == 0.0)                       # exactly zero, not small
+        torch.testing.assert_close(p.sum(-1), torch.ones(p.shape[:2]), atol=1e-5, rtol=0)
+        assert (~allow).sum() > 0
+
+
+def test_evicting_cache_holds_exactly_the_kept_positions_and_bytes_match(eng):
+    policy = cp.sinks(2, 6)
+    ec = new_evicting_cache(eng, policy)
+    text = ids(25)
+    for tok in text:
+        step(ec, eng, tok)
+    for l in range(eng.spec.n_layers):
+        assert ec.cache.positions(l)[0].tolist() == [0, 1] + list(range(19, 25))
+    assert ec.cache.nbytes() == cp.kv_bytes(policy, eng.spec, 25)
+    local = cp.window(6, layers="local")
+    ec = new_evicting_cache(eng, local)
+    for tok in text:
+        step(ec, eng, tok)
+    assert ec.cache.positions(5)[0].tolist() == list(range(25))   # the global layer keeps all
+    assert ec.cache.positions(0)[0].tolist() == list(range(19, 25))
+    assert ec.cache.nbytes() == cp.kv_bytes(local, eng.spec, 25)
+
+
+def test_renumbered_cache_uses_slots(eng):
+    policy = cp.sinks(2, 6, reassign=True)
+    ec = new_evicting_cache(eng, policy)
+    for tok in ids(20):
+        step(ec, eng, tok)
+    assert ec.origin == [0, 1] + list(range(14, 20))
+    assert ec.cache.positions(0)[0].tolist() == list(range(8))
+
+
+def test_kv_bytes_formula(eng):
+    s = eng.spec
+    per = 2 * s.n_kv_heads * s.head_dim * 4
+    assert cp.kv_bytes(cp.dense(), s, 100) == 100 * s.n_layers * per
+    assert cp.kv_bytes(cp.window(10), s, 100) == 10 * s.n_layers * per
+    assert cp.kv_bytes(cp.window(10, "local"), s, 100) == (10 * 5 + 100) * per
+    assert cp.kv_bytes(cp.sinks(4, 10), s, 100) == 14 * s.n_layers * per
+    assert cp.kv_bytes(cp.window(10), s, 3) == 3 * s.n_layers * per
+
+
+def test_visibility_map_of_hybrid_layout(eng):
+    m = cp.visibility_map(cp.dense(), eng.spec, 30)               # model's own: local 16
+    assert m.shape == (6, 31)
+    assert m[5].all() and m[0, 15:].all() and not m[0, :15].any()
+    m = cp.visibility_map(cp.sinks(2, 4), eng.spec, 30)
+    assert m[5].tolist() == [True, True] + [False] * 25 + [True] * 4
+    assert not m[0, :2].any()                                     # sink is 30 back: over 16
+
+
+def test_recompute_equals_dense_when_window_covers_text_and_fresh_forward_otherwise(eng):
+    text = ids(20)
+    d = nll_masked(eng, text, cp.dense()).nll
+    np.testing.assert_allclose(nll_recompute(eng, text, 64).nll, d, atol=1e-5)
+    r = nll_recompute(eng, text, 5, stride=3, batch=2)
+    assert r.positions.tolist() == [0, 1, 2, 3, 4, 5, 8, 11, 14, 17]
+    t = 11
+    win = torch.tensor([text[t - 4:t + 1]])
+    logits = eng.forward(win, eng.new_cache(1, 5))[0]
+    ref = float(token_nll(logits, torch.tensor([text[t + 1]]))[0])
+    assert abs(r.nll[r.positions.tolist().index(t)] - ref) < 1e-5
+
+
+def test_progress_false_cancels(eng):
+    seen = []
+
+    def progress(done, total):
+        seen.append(done)
+        return done < 10
+
+    with pytest.raises(Cancelled):
+        nll_evicting(eng, ids(), cp.window(6), progress=progress)
+    assert seen[-1] == 10 and len(seen) == 10
+    with pytest.raises(Cancelled):
+        nll_masked(eng, ids(), cp.window(6), chunk=4, progress=lambda d, t: d < 5)
+
+
+def test_running_perplexity():
+    np.testing.assert_allclose(running_perplexity(np.log([2.0, 8.0])), [2.0, 4.0])
+
+
+@pytest.mark.parametrize("kw", [dict(kind="nope"), dict(kind="window"), dict(kind="window", window=0),
+                                dict(kind="sinks", window=4), dict(kind="dense", window=4),
+                                dict(kind="window", window=4, reassign=True),
+                                dict(kind="sinks", window=4, sinks=1, layers="local", reassign=True)])
+def test_invalid_policies_are_refused(kw):
+    with pytest.raises(ValueError):
+        cp.CachePolicy(**kw)
