@@ -20,14 +20,18 @@ def distributions_figure(tokens: list[str], temps: list[float], probs_by_t, titl
 def sweep_figure(temps, entropy, top1, chosen: list[float], labels: dict[str, str]) -> go.Figure:
     """Entropy (bits) and top-1 probability against T on a log axis."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_scatter(x=temps, y=entropy, name=labels["entropy"], mode="lines")
-    fig.add_scatter(x=temps, y=top1, name=labels["top1"], mode="lines", secondary_y=True)
+    fig.add_scatter(x=temps, y=entropy, name=labels["entropy"], mode="lines", line=dict(color="#1f4e9e", width=3))
+    fig.add_scatter(x=temps, y=top1, name=labels["top1"], mode="lines", secondary_y=True,
+                    line=dict(color="#e0701b", width=3))
     for T in chosen:
         if T > 0:
-            fig.add_vline(x=T, line_dash="dot", line_color="grey")
-    fig.update_xaxes(type="log", title_text=labels["x"])
-    fig.update_yaxes(title_text=labels["entropy"], secondary_y=False)
-    fig.update_yaxes(title_text=labels["top1"], secondary_y=True, range=[0, 1])
+            fig.add_vline(x=T, line_dash="dot", line_color="grey", annotation_text=f"T = {T:g}",
+                          annotation_position="top")
+    ticks = [t for t in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if min(temps) <= t <= max(temps)]
+    fig.update_xaxes(type="log", title_text=labels["x"], tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
+    fig.update_yaxes(title_text=labels["entropy"], secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text=labels["top1"], secondary_y=True, range=[0, 1.02], tickformat=".0%",
+                     tickvals=[0, 0.25, 0.5, 0.75, 1.0], showgrid=False)
     fig.update_layout(title=labels["title"], height=380,
                       legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
     return fig
