@@ -1,0 +1,77 @@
+"""Figures for the stable-softmax page (data in, Plotly figure out; no model calls)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+STATUS_COLOUR = {"ok": "#2ca02c", "overflow": "#d62728", "underflow": "#7f7f7f"}
+LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+
+
+def histogram_figure(edges, counts, overflow_at: float, underflow_at: float, z_max: float,
+                     L: dict[str, str]) -> go.Figure:
+    """Histogram of the transformed logits with the dtype's overflow / underflow thresholds."""
+    centres = (edges[:-1] + edges[1:]) / 2
+    fig = go.Figure()
+    fig.add_bar(x=centres, y=counts, width=np.diff(edges), name=L["count"], marker_color="#9ecae1",
+                hovertemplate="z ≈ %{x:.2f}: %{y} " + L["tokens"] + "<extra></extra>")
+    lo, hi = float(edges[0]), float(edges[-1])
+    if overflow_at < hi:
+        fig.add_vrect(x0=max(overflow_at, lo), x1=hi, fillcolor="#d62728", opacity=0.12, line_width=0)
+    if underflow_at > lo:
+        fig.add_vrect(x0=lo, x1=min(underflow_at, hi), fillcolor="#7f7f7f", opacity=0.15, line_width=0)
+    for x, text, colour, pos in ((overflow_at, L["overflow"], "#d62728", "top right"),
+                                 (underflow_at, L["underflow"], "#555", "top left"),
+                                 (z_max, L["max"], "#1f77b4", "bottom right")):
+        if lo - 0.05 * (hi - lo) <= x <= hi + 0.05 * (hi - lo):
+            fig.add_vline(x=x, line_color=colour, line_dash="dash", annotation_text=text,
+                          annotation_position=pos)
+    fig.update_yaxes(type="log", title_text=L["y"])
+    fig.update_xaxes(title_text=L["x"])
+    fig.update_layout(title=L["title"], height=380, showlegend=False, bargap=0)
+    return fig
+
+
+def probs_figure(tokens: list[str], naive, stable, reference, L: dict[str, str]) -> go.Figure:
+    """Top tokens: naive, stable and torch.softmax probabilities side by side (NaN labelled)."""
+    fig = go.Figure()
+    for name, vals, colour in ((L["naive"], naive, "#d62728"), (L["stable"], stable, "#2ca02c"),
+                               (L["torch"], reference, "#1f77b4")):
+        vals = [float(v) for v in vals]
+        shown = [0.0 if math.isnan(v) else v for v in vals]
+        text = ["NaN" if math.isnan(v) else "" for v in vals]
+        fig.add_bar(x=tokens, y=shown, name=name, marker_color=colour, text=text, textposition="outside",
+                    hovertemplate="%{x}: %{y:.5f}<extra>" + name + "</extra>")
+    fig.update_layout(title=L["title"], barmode="group", yaxis_title=L["y"], height=380, legend=LEGEND)
+    return fig
+
+
+def sweep_figure(sweep, windows: dict[str, tuple[float, float]], offset: float, L: dict[str, str]) -> go.Figure:
+    """One row per dtype: measured status of the naive softmax at each offset (markers) and
+    the predicted safe window (thick bar)."""
+    fig = go.Figure()
+    names = list(sweep.measured)
+    lo_x, hi_x = float(sweep.offsets.min()), float(sweep.offsets.max())
+    for row, name in enumerate(names):
+        a, b = windows[name]
+        a, b = max(a, lo_x), min(b, hi_x)
+        if a < b:
+            fig.add_scatter(x=[a, b], y=[name, name], mode="lines", line=dict(color="#2ca02c", width=18),
+                            opacity=0.25, name=L["window"], showlegend=row == 0, hoverinfo="skip")
+    for status in ("ok", "overflow", "underflow"):
+        xs, ys = [], []
+        for name in names:
+            for c, s in zip(sweep.offsets, sweep.measured[name]):
+                if s == status:
+                    xs.append(float(c))
+                    ys.append(name)
+        fig.add_scatter(x=xs, y=ys, mode="markers", name=L[status],
+                        marker=dict(color=STATUS_COLOUR[status], size=9, symbol="square"),
+                        hovertemplate="c = %{x:.2f}, %{y}: " + L[status] + "<extra></extra>")
+    fig.add_vline(x=offset, line_dash="dot", line_color="black", annotation_text=L["yours"])
+    fig.update_xaxes(title_text=L["x"])
+    fig.update_yaxes(categoryorder="array", categoryarray=names[::-1], title_text=L["y"])
+    fig.update_layout(title=L["title"], height=320, legend=LEGEND)
+    return fig

@@ -1,0 +1,86 @@
+"""Figures for the top-k / top-p page (data in, Plotly figure out; no model calls)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+P_COLOUR, K_COLOUR, BOTH_COLOUR, NONE_COLOUR = "#1f77b4", "#ff7f0e", "#2ca02c", "#c7c7c7"
+LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+
+
+def cut_curve_figure(curve, tokens: list[str], p: float, k: int, L: dict[str, str]) -> go.Figure:
+    """Probability per rank (bars) and cumulative probability (line) on a log rank axis,
+    with the p level, the top-p cut and the top-k cut."""
+    ranks = np.arange(1, len(curve.probs) + 1)
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_bar(x=ranks, y=curve.probs, name=L["prob"], marker_color="#9ecae1", customdata=tokens,
+                hovertemplate="#%{x} %{customdata}: p = %{y:.4f}<extra></extra>")
+    fig.add_scatter(x=ranks, y=curve.cumulative, name=L["cum"], mode="lines", line_color=P_COLOUR,
+                    customdata=tokens, secondary_y=True,
+                    hovertemplate="#%{x} %{customdata}: Σp = %{y:.4f}<extra></extra>")
+    fig.add_hline(y=p, line_dash="dot", line_color=P_COLOUR, secondary_y=True,
+                  annotation_text=f"p = {p:g}", annotation_position="bottom right")
+    fig.add_vline(x=curve.nucleus + 0.5, line_color=P_COLOUR, line_width=2,
+                  annotation_text=L["p_cut"], annotation_position="top left")
+    fig.add_vline(x=curve.k_kept + 0.5, line_color=K_COLOUR, line_width=2, line_dash="dash",
+                  annotation_text=L["k_cut"], annotation_position="bottom left")
+    fig.update_xaxes(type="log", title_text=L["x"])
+    fig.update_yaxes(title_text=L["prob"], secondary_y=False)
+    fig.update_yaxes(title_text=L["cum"], secondary_y=True, range=[0, 1.02])
+    fig.update_layout(title=L["title"], height=420, legend=LEGEND, bargap=0.05)
+    return fig
+
+
+def nucleus_steps_figure(labels: list[str], nucleus, p_mass, k_mass, p: float, k: int,
+                         L: dict[str, str]) -> go.Figure:
+    """Top: tokens top-p kept at each generated step (bars, log) against the fixed k.
+    Bottom: the mass each filter kept at that step — top-p's stays at p, top-k's moves."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.6, 0.4])
+    x = list(range(len(labels)))
+    fig.add_bar(x=x, y=nucleus, name=L["nucleus"], marker_color=P_COLOUR, customdata=labels,
+                text=[str(n) for n in nucleus], textposition="outside", cliponaxis=False,
+                hovertemplate="%{customdata}: %{y} " + L["tokens"] + "<extra></extra>", row=1, col=1)
+    fig.add_scatter(x=x, y=[k] * len(x), mode="lines", name=L["k_line"], line=dict(color=K_COLOUR, dash="dash"),
+                    row=1, col=1)
+    fig.add_scatter(x=x, y=p_mass, mode="lines+markers", name=L["p_mass"], line_color=P_COLOUR, row=2, col=1)
+    fig.add_scatter(x=x, y=k_mass, mode="lines+markers", name=L["k_mass"], line=dict(color=K_COLOUR, dash="dash"),
+                    row=2, col=1)
+    fig.update_yaxes(type="log", title_text=L["y_count"], row=1, col=1)
+    fig.update_yaxes(title_text=L["y_mass"], range=[0, 1.05], row=2, col=1)
+    fig.update_xaxes(tickmode="array", tickvals=x, ticktext=labels, tickangle=-60, row=2, col=1)
+    fig.update_xaxes(title_text=L["x"], row=2, col=1)
+    fig.update_layout(title=L["title"], height=620, legend=LEGEND)
+    return fig
+
+
+def kept_sets_figure(sets, tokens: list[str], L: dict[str, str]) -> go.Figure:
+    """The most likely tokens, coloured by which filter keeps them."""
+    cats = [(True, True, L["both"], BOTH_COLOUR), (True, False, L["only_k"], K_COLOUR),
+            (False, True, L["only_p"], P_COLOUR), (False, False, L["neither"], NONE_COLOUR)]
+    fig = go.Figure()
+    ranks = np.arange(1, len(sets.probs) + 1)
+    for ink, inp, name, colour in cats:
+        sel = (sets.in_k == ink) & (sets.in_p == inp)
+        if sel.any():
+            fig.add_bar(x=ranks[sel], y=sets.probs[sel], name=name, marker_color=colour,
+                        customdata=np.array(tokens, dtype=object)[sel],
+                        hovertemplate="#%{x} %{customdata}: p = %{y:.4f}<extra>" + name + "</extra>")
+    fig.update_yaxes(type="log", title_text=L["y"])
+    fig.update_xaxes(title_text=L["x"])
+    fig.update_layout(title=L["title"], height=380, legend=LEGEND, bargap=0.1, barmode="overlay")
+    return fig
+
+
+def order_figure(effect, current_T: float, L: dict[str, str]) -> go.Figure:
+    """Kept-set size against T: temperature before top-p (it changes the set) vs after (it cannot)."""
+    fig = go.Figure()
+    fig.add_scatter(x=effect.temperatures, y=effect.t_first, mode="lines+markers", name=L["t_first"],
+                    line_color=P_COLOUR)
+    fig.add_scatter(x=effect.temperatures, y=effect.t_after, mode="lines+markers", name=L["t_after"],
+                    line=dict(color="#d62728", dash="dash"))
+    fig.add_vline(x=current_T, line_dash="dot", line_color="grey")
+    fig.update_xaxes(type="log", title_text=L["x"])
+    fig.update_yaxes(type="log", title_text=L["y"])
+    fig.update_layout(title=L["title"], height=380, legend=LEGEND)
+    return fig
