@@ -1,0 +1,31 @@
+"""Figures for the padding-mask page (data in, Plotly figure out; no model calls)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+
+
+def batch_figure(valid: np.ndarray, texts: list[list[str]], positions: np.ndarray, labels: dict[str, str]) -> go.Figure:
+    """The padded (B, T) tensor: real tokens vs padding, token text and position on hover."""
+    B, T = valid.shape
+    fig = go.Figure(go.Heatmap(
+        z=valid, x=list(range(T)), y=[f"{labels['prompt']} {b + 1}" for b in range(B)],
+        colorscale=[[0, "#e8e8e8"], [1, "#4c78a8"]], zmin=0, zmax=1, showscale=False,
+        text=texts, texttemplate="%{text}" if T <= 40 else None, textfont=dict(size=9),
+        customdata=positions, xgap=1, ygap=2,
+        hovertemplate="%{y}, column %{x}: %{text}<br>position %{customdata}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text=labels["x"])
+    fig.update_layout(title=labels["title"], height=120 + 45 * B)
+    return fig
+
+
+def times_figure(names: list[str], seconds, tokens, labels: dict[str, str]) -> go.Figure:
+    """Measured median time of each way to run the batch, with the token rows it processed."""
+    fig = go.Figure(go.Bar(x=names, y=np.asarray(seconds) * 1000, text=[labels["tokens"].format(n=n) for n in tokens],
+                           textposition="outside", hovertemplate="%{x}: %{y:.0f} ms<extra></extra>"))
+    fig.update_yaxes(title_text=labels["y"], rangemode="tozero")
+    fig.update_layout(title=labels["title"], height=380)
+    return fig

@@ -1,0 +1,116 @@
+"""RoPE position shift (CONCEPTS.md §11): widgets and layout only; the numbers come from lib/."""
+import numpy as np
+import streamlit as st
+
+from lib import generate, rope_shift, runtime
+from lib.checks import CheckResult
+from lib.plots import rope_shift as plots
+from lib.tokens import token_texts
+from lib.ui.page import ConceptPage
+
+DEFAULT_PROMPT = "Alice gave Bob a book because she wanted him to read it before the exam."
+DELTAS = (1, 4, 16, 64, 256, 1024, 4096)          # cache shifts the sweep (and the control) use
+PAIRS = (0, 16, 48, 96, 127)                      # channel pairs drawn in the rotation figure
+CHECK_DELTAS = (1, 7, 100, 1000, 4096)
+
+page = ConceptPage("rope-shift")
+t = page.t
+m = page.model()
+spec = m.spec
+
+page.section("controls")
+left, right = st.columns([3, 2])
+prompt = page.prompt(default=DEFAULT_PROMPT, max_tokens=64, container=left)
+if prompt.n_tokens < 2:
+    left.warning(t("too_short"))
+    page.finish()
+    st.stop()
+c1, c2 = right.columns(2)
+layer = page.state.select("layer", t("layer_label"), tuple(range(spec.n_layers)), 5 if spec.n_layers > 5 else 0,
+                          format_func=lambda l: t("layer_fmt", l=l, theta=spec.rope_thetas[l]), container=c1)
+head = page.state.select("head", t("head_label"), tuple(range(spec.n_heads)), 0, container=c2)
+T = prompt.n_tokens
+key = page.state.number_slider("key", t("key_label", q=T - 1), 0, T - 1, min(1, T - 1), help=t("key_help"),
+                               container=right)
+delta = page.state.select("delta", t("delta_label"), DELTAS, 256, help=t("delta_help"), container=right)
+tokens = token_texts(m.tokenizer, prompt.ids)
+
+# ---- the rotation ------------------------------------------------------------------------------
+st.subheader(t("rot_title"))
+thetas = tuple(sorted(set(spec.rope_thetas)))
+sp = rope_shift.spectrum(spec.head_dim, thetas, spec.max_context)
+fig = plots.spectrum_figure(sp.wavelengths, thetas, spec.max_context,
+                            {"title": t("fig_spec_title"), "theta": t("spec_theta"), "context": t("spec_context", n=spec.max_context),
+                             "x": t("spec_x"), "y": t("spec_y")})
+page.figure(fig, "rope_spectrum", {"pair": list(range(sp.wavelengths.shape[1])),
+                                   **{f"wavelength_theta={th:g}": w.tolist() for th, w in zip(thetas, sp.wavelengths)}})
+st.caption(t("spec_caption", **{"n_loc": int(sp.pairs_full_turn[0]), "n_glob": int(sp.pairs_full_turn[-1]),
+                               "half": spec.head_dim // 2, "ctx": spec.max_context}))
+positions = np.arange(0, 201)
+inv = m.engine.inv_freq[layer].cpu()
+ang = rope_shift.pair_angles(inv, PAIRS, positions)
+fig = plots.angles_figure(positions, ang, [t("pair_name", i=i, wl=float(2 * np.pi / inv[i])) for i in PAIRS],
+                          {"title": t("fig_angles_title", l=layer, theta=spec.rope_thetas[layer]), "x": t("angles_x"),
+                           "y": t("angles_y")})
+page.figure(fig, "pair_angles", {"position": positions.tolist(), **{f"pair_{i}": a.tolist() for i, a in zip(PAIRS, ang)}})
+
+# ---- real q, k: only the offset matters ---------------------------------------------------------------
+st.subheader(t("score_title"))
+with st.spinner(page.c("working")):
+    raw = runtime.cached(rope_shift.raw_qk)(m.engine, prompt.ids, layer)
+shifts = np.arange(0, 513)
+qi = T - 1
+joint = rope_shift.score_at(raw, head, qi, key, qi + shifts, key + shifts)
+key_only = rope_shift.score_at(raw, head, qi, key, np.full_like(shifts, qi), key + shifts)
+fig = plots.shift_scores_figure(shifts, joint, key_only,
+                                {"title": t("fig_score_title", q=tokens[qi], k=tokens[key], l=layer, h=head),
+                                 "joint": t("score_joint"), "key_only": t("score_key_only"), "x": t("score_x"),
+                                 "y": t("score_y")})
+page.figure(fig, "score_vs_shift", {"delta": shifts.tolist(), "score_both_shifted": joint.tolist(),
+                                    "score_key_shifted": key_only.tolist()})
+st.caption(t("score_caption", s=float(joint[0]), spread=float(np.ptp(joint)), lo=float(key_only.min()),
+             hi=float(key_only.max())))
+
+# ---- moving a real KV cache ----------------------------------------------------------------------------
+st.subheader(t("cache_title"))
+st.markdown(t("cache_intro", T=T, d=delta))
+with st.spinner(t("cache_running")):
+    out = runtime.cached(rope_shift.shift_outcome)(m.engine, prompt.ids, int(delta))
+    sweep = runtime.cached(rope_shift.shift_sweep)(m.engine, prompt.ids, DELTAS)
+    base_logits = runtime.cached(generate.next_token_logits)(m.engine, prompt.ids)
+names = {"recompute": t("v_recompute"), "rerotated": t("v_rerotated"), "relabelled": t("v_relabelled")}
+probs = {k: np.asarray(rope_shift.softmax_np(v)) for k, v in out.logits.items()}
+top = np.argsort(-probs["recompute"])[:8]
+top_tokens = token_texts(m.tokenizer, top.tolist())
+fig = plots.next_token_figure(top_tokens, {names[k]: probs[k][top].tolist() for k in names},
+                              {"title": t("fig_next_title", d=delta), "y": t("next_y")})
+page.figure(fig, "next_token_after_shift", {"token": top_tokens, **{k: probs[k][top].tolist() for k in names}})
+top1 = {k: token_texts(m.tokenizer, [int(np.argmax(probs[k]))])[0] for k in names}
+diffs = {k: float(np.abs(out.logits[k].numpy() - out.logits["recompute"].numpy()).max()) for k in ("rerotated", "relabelled")}
+st.caption(t("next_caption", r=top1["recompute"], rr=top1["rerotated"], rl=top1["relabelled"],
+             dr=diffs["rerotated"], dl=diffs["relabelled"]))
+fig = plots.sweep_figure(sweep.deltas, {names[k]: v for k, v in sweep.max_logit_diff.items()},
+                         {"title": t("fig_sweep_title"), "x": t("sweep_x"), "y": t("sweep_y")})
+page.figure(fig, "logit_error_vs_shift", {"delta": sweep.deltas.tolist(),
+                                          **{f"max_abs_logit_diff_{k}": v.tolist() for k, v in sweep.max_logit_diff.items()},
+                                          **{f"top1_same_{k}": v.tolist() for k, v in sweep.top1_same.items()}})
+
+page.notice()
+
+# ---- live checks ------------------------------------------------------------------------------------------
+jerr = rope_shift.joint_shift_error(raw, CHECK_DELTAS)
+krel = out.key_error["rerotated"] / out.key_scale
+shift_inv = float((out.logits["recompute"] - base_logits).abs().max())
+page.checks([
+    CheckResult(t("check_joint", l=layer, n=len(CHECK_DELTAS), hi=CHECK_DELTAS[-1]), jerr <= 1e-3,
+                t("check_joint_detail", e=jerr)),
+    CheckResult(t("check_rerot", d=delta), krel <= 5e-4,
+                t("check_rerot_detail", e=out.key_error["rerotated"], r=krel, e2=out.key_error["relabelled"])),
+    CheckResult(t("check_relabel", d=delta), diffs["relabelled"] > 0.1 and diffs["rerotated"] < 0.01,
+                t("check_relabel_detail", dl=diffs["relabelled"], dr=diffs["rerotated"])),
+    CheckResult(t("check_model", d=delta), shift_inv < 0.01, t("check_model_detail", e=shift_inv)),
+])
+page.try_this()
+page.code(rope_shift.moved_cache, rope_shift.shift_outcome, rope_shift.raw_qk, rope_shift.score_at)
+page.sources()
+page.finish()
