@@ -55,6 +55,7 @@ class PagedRun:
     argmax_equal: bool = True
     n_checked: int = 0                      # generated positions compared
     invariant_errors: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)   # requests larger than the whole pool
 
 
 def _snapshot(step: int, event: str, bm: BlockManager) -> Snapshot:
@@ -106,6 +107,8 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
     step_logits: dict[str, list[torch.Tensor]] = {}
     for step in range(max_steps):
         events = []
+        while waiting and _lifetime_blocks(waiting[0], block_size) > num_blocks:
+            run.rejected.append(waiting.pop(0).rid)       # could never fit: refuse, do not wait forever
         while waiting and waiting[0].arrival_step <= step and \
                 _lifetime_blocks(waiting[0], block_size) <= bm.num_free - _still_needed(bm, running):
             r = waiting.pop(0)

@@ -146,3 +146,13 @@ def token_diff(a, b) -> list[tuple[str, int, int | None, int | None]]:
         y = b[i] if i < len(b) else None
         out.append(("same" if i < p else "after", i, x, y))
     return out
+
+
+def one_char_edit(text: str, at: int = 4) -> str:
+    """`text` with the first letter at or after index `at` changed in case (a one-character
+    edit near the start, e.g. "You are" -> "You Are"); unchanged if it has no letter there."""
+    for i in range(min(at, len(text)), len(text)):
+        ch = text[i]
+        if ch.isalpha() and ch.swapcase() != ch:
+            return text[:i] + ch.swapcase() + text[i + 1:]
+    return text

@@ -1,0 +1,94 @@
+"""Prefix caching (CONCEPTS.md §14): widgets and layout only; the numbers come from lib/."""
+import streamlit as st
+
+from lib import prefix_cache, runtime
+from lib.block_manager import block_hashes
+from lib.checks import CheckResult
+from lib.plots import prefix_caching as plots
+from lib.tokens import EmptyPrompt, encode_prompt, token_texts
+from lib.ui.page import ConceptPage
+
+BLOCK_SIZES = (8, 16, 32)
+SHIFTS = (1, 4, 16, 64)
+
+page = ConceptPage("prefix-caching")
+t = page.t
+m = page.model()
+
+page.section("controls")
+left, right = st.columns(2)
+a = page.prompt(default=t("default_a"), label=t("a_label"), container=left)
+b_text = page.state.text("b", t("b_label"), t("default_b"), max_chars=8000, height=90, container=right)
+c1, c2, c3 = st.columns(3)
+bs = page.state.select("bs", t("bs_label"), BLOCK_SIZES, 16, help=t("bs_help"), container=c1)
+edit = page.state.checkbox("edit", t("edit_label"), False, help=t("edit_help"), container=c2)
+shift = page.state.select("shift", t("shift_label"), SHIFTS, 16, help=t("shift_help"), container=c3)
+if edit:
+    b_text = prefix_cache.one_char_edit(b_text)
+    right.caption(t("edited", text=b_text[:60]))
+try:
+    b = encode_prompt(m.tokenizer, b_text, 256)
+except EmptyPrompt:
+    right.warning(t("empty_b"))
+    page.finish()
+    st.stop()
+if b.truncated_from:
+    page.notes.append(t("note_b_truncated", n=b.truncated_from))
+
+A, B = list(a.ids), list(b.ids)
+lcp = prefix_cache.common_prefix_len(A, B)
+rows = prefix_cache.match_blocks(A, B, bs)
+n_hit = sum(r.hit for r in rows)
+
+# ---- token diff ------------------------------------------------------------------------------
+st.subheader(t("diff_title"))
+st.markdown(t("diff_summary", na=len(A), nb=len(B), lcp=lcp, hit=n_hit, bs=bs, reused=n_hit * bs))
+ta, tb = token_texts(m.tokenizer, A), token_texts(m.tokenizer, B)
+d1, d2 = st.columns(2)
+d1.markdown(f"**{t('a_short')}**")
+d1.html(plots.diff_html(ta, [i < lcp for i in range(len(A))], bs))
+d2.markdown(f"**{t('b_short')}**")
+d2.html(plots.diff_html(tb, [i < lcp for i in range(len(B))], bs))
+st.caption(t("diff_caption"))
+
+# ---- block hash chain ------------------------------------------------------------------------
+labels = {"hit": t("hit"), "miss": t("miss"), "partial": t("partial"), "new": t("b_short"), "cached": t("a_short"),
+          "x": t("chain_x"), "title": t("chain_title", bs=bs)}
+fig = plots.hash_chain(block_hashes(A, bs), rows, labels)
+page.figure(fig, "hash_chain", {"block": [r.index for r in rows], "first_token": [r.start for r in rows],
+                                "tokens": [r.n_tokens for r in rows], "hash_new": [r.hash_new for r in rows],
+                                "hash_cached": [r.hash_cached for r in rows], "hit": [r.hit for r in rows]})
+
+# ---- the real model: reuse vs recompute, timing, shifted positions ----------------------------
+with st.spinner(t("running")):
+    res = runtime.cached(prefix_cache.reuse_vs_recompute)(m.engine, tuple(A), tuple(B), bs, 3)
+    n_keep = max(1, min(len(B) - 1, (len(B) - 1) // bs * bs))
+    sh0 = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, 0)
+    sh = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, shift)
+
+st.subheader(t("time_title"))
+names = [t("t_full", n=res.n_tokens), t("t_reuse", n=res.n_tokens - res.n_reused)]
+fig = plots.timing_figure(names, [res.t_full_s, res.t_reuse_s], {"title": t("time_fig_title"), "x": t("time_x")})
+page.figure(fig, "prefill_time", {"run": names, "median_seconds": [res.t_full_s, res.t_reuse_s]})
+saved = res.t_full_s - res.t_reuse_s
+st.markdown(t("time_line", saved=saved * 1000, pct=100 * saved / res.t_full_s if res.t_full_s else 0.0,
+              reused=res.n_reused, n=res.n_tokens))
+
+tok = lambda i: token_texts(m.tokenizer, [i])[0]  # noqa: E731
+st.markdown(t("shift_line", k=n_keep, shift=shift, d=sh.max_abs_diff, a=tok(sh.top_reuse), b=tok(sh.top_recompute)))
+
+page.notice()
+page.checks([
+    CheckResult(t("check_equal"), res.max_abs_diff <= 1e-4 and res.argmax_equal,
+                t("check_equal_detail", k=res.n_reused, n=res.n_tokens, d=res.max_abs_diff, same=res.argmax_equal)),
+    CheckResult(t("check_blocks"), res.n_reused == min(lcp // bs, (len(B) - 1) // bs) * bs,
+                t("check_blocks_detail", lcp=lcp, bs=bs, k=res.n_reused)),
+    CheckResult(t("check_shift0"), sh0.max_abs_diff <= 1e-4, t("check_shift_detail", k=n_keep, shift=0, d=sh0.max_abs_diff)),
+    CheckResult(t("check_shift", shift=shift), sh.max_abs_diff > 1e-2,
+                t("check_shift_detail", k=n_keep, shift=shift, d=sh.max_abs_diff)),
+])
+page.try_this()
+page.code(prefix_cache.match_blocks, block_hashes, prefix_cache.reuse_vs_recompute,
+          prefix_cache.reuse_at_shifted_positions)
+page.sources()
+page.finish()
