@@ -1,0 +1,117 @@
+"""Padding mask (CONCEPTS.md §10): widgets and layout only; the numbers come from lib/."""
+import streamlit as st
+
+from lib import padding, runtime
+from lib.checks import CheckResult
+from lib.plots import padding as plots
+from lib.tokens import EmptyPrompt, encode_prompt, token_text
+from lib.ui.page import ConceptPage
+
+DEFAULT_PROMPTS = ("The capital of France is\n"
+                   "Once upon a time, in a small village by the sea, there lived an old fisherman who every morning\n"
+                   "def fibonacci(n):\n"
+                   "Ibu kota Indonesia adalah")
+MAX_PROMPTS, MAX_TOKENS = 6, 48
+EXTRA_PAD = (0, 64, 192)
+
+page = ConceptPage("padding-mask")
+t = page.t
+m = page.model()
+tok = m.tokenizer
+pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+
+page.section("controls")
+left, right = st.columns([3, 2])
+text = page.state.text("prompts", t("prompts_label"), DEFAULT_PROMPTS, max_chars=4000, height=150,
+                       help=t("prompts_help", n=MAX_PROMPTS, k=MAX_TOKENS), container=left)
+side = page.state.select("side", t("side_label"), padding.SIDES, "left", format_func=lambda s: t(f"side_{s}"),
+                         radio=True, horizontal=True, container=right)
+extra = page.state.select("pad", t("extra_label"), EXTRA_PAD[1:], 192, help=t("extra_help"), container=right)
+
+lines = [s for s in text.splitlines() if s.strip()]
+if len(lines) > MAX_PROMPTS:
+    page.notes.append(t("note_too_many", n=len(lines), k=MAX_PROMPTS))
+    lines = lines[:MAX_PROMPTS]
+prompts = []
+for s in lines:
+    try:
+        p = encode_prompt(tok, s, MAX_TOKENS)
+    except EmptyPrompt:
+        continue
+    if p.truncated_from:
+        page.notes.append(t("note_truncated", n=p.truncated_from, k=MAX_TOKENS))
+    prompts.append(p.ids)
+if len(prompts) < 2:
+    left.warning(t("need_two"))
+    page.finish()
+    st.stop()
+prompts = tuple(prompts)
+
+# ---- the padded tensor ---------------------------------------------------------------------------
+st.subheader(t("batch_title"))
+batch = padding.pad_batch(prompts, pad_id, side, "mask")
+B, T = batch.ids.shape
+texts = [[token_text(tok, int(i)) if v else "·" for i, v in zip(row, vrow)]
+         for row, vrow in zip(batch.ids.tolist(), batch.valid.tolist())]
+fig = plots.batch_figure(padding.padded_view(batch), texts, batch.positions.numpy(),
+                         {"title": t("fig_batch_title", B=B, T=T, side=t(f"side_{side}")), "prompt": t("prompt_word"),
+                          "x": t("batch_x")})
+page.figure(fig, "padded_batch", {f"prompt_{b + 1}_positions": batch.positions[b].tolist() for b in range(B)})
+valid_n = sum(batch.lengths)
+st.caption(t("batch_caption", n=valid_n, B=B, T=T, bt=B * T, f=100 * batch.valid_fraction,
+             s=B * T * T, sv=sum(L * L for L in batch.lengths)))
+
+# ---- outputs with and without the mask -----------------------------------------------------------------
+st.subheader(t("out_title"))
+with st.spinner(t("out_running")):
+    cmp = runtime.cached(padding.compare_variants)(m.engine, prompts, pad_id)
+rows = {t("col_setup"): [], t("col_hidden"): [], t("col_logit"): [], t("col_top1"): []}
+for v in cmp.variants:
+    rows[t("col_setup")].append(t(f"mode_{v.mode}", side=t(f"side_{v.side}")))
+    rows[t("col_hidden")].append(f"{v.max_hidden_diff:.2e}")
+    rows[t("col_logit")].append(f"{v.max_logit_diff:.2e}")
+    rows[t("col_top1")].append(f"{v.top1_changed} / {B}")
+rows[t("col_setup")].append(t("mode_packed"))
+rows[t("col_hidden")].append(f"{cmp.packed_hidden_diff:.2e}")
+rows[t("col_logit")].append(f"{cmp.packed_logit_diff:.2e}")
+rows[t("col_top1")].append("–")
+st.dataframe(rows, hide_index=True)
+st.caption(t("out_caption"))
+
+# ---- time -----------------------------------------------------------------------------------------------
+st.subheader(t("time_title"))
+with st.spinner(t("time_running")):
+    tm = runtime.cached(padding.measure_times)(m.engine, prompts, pad_id, (0, int(extra)), 3)
+names = []
+for lab in tm.labels:
+    if lab.startswith("padded:"):
+        names.append(t("run_padded", T=int(lab.split(":")[1])))
+    else:
+        names.append(t(f"run_{lab}"))
+fig = plots.times_figure(names, tm.seconds, tm.tokens, {"title": t("fig_time_title", r=tm.repeats), "y": t("time_y"),
+                                                        "tokens": t("time_tokens")})
+page.figure(fig, "forward_times", {"run": names, "median_seconds": tm.seconds, "token_rows": tm.tokens,
+                                   "score_entries_per_head_layer": tm.score_entries})
+st.caption(t("time_caption"))
+
+page.notice()
+
+# ---- live checks --------------------------------------------------------------------------------------------
+masked = [v for v in cmp.variants if v.mode == "mask"]
+worst_h = max(v.max_hidden_diff for v in masked)
+worst_l = max(v.max_logit_diff for v in masked)
+left_nomask = next(v for v in cmp.variants if v.side == "left" and v.mode == "no_mask")
+tr, pr, _ = padding.time_ratio_check(tm)
+page.checks([
+    CheckResult(t("check_equal", B=B), worst_h <= 1e-3 and worst_l <= 1e-3 and all(v.top1_changed == 0 for v in masked),
+                t("check_equal_detail", h=worst_h, l=worst_l)),
+    CheckResult(t("check_packed"), cmp.packed_hidden_diff <= 1e-3 and cmp.packed_logit_diff <= 1e-3,
+                t("check_packed_detail", h=cmp.packed_hidden_diff, l=cmp.packed_logit_diff)),
+    CheckResult(t("check_nomask"), left_nomask.max_hidden_diff > 1e-2,
+                t("check_nomask_detail", h=left_nomask.max_hidden_diff)),
+    CheckResult(t("check_time"), tr > 1.2, t("check_time_detail", tr=tr, pr=pr, n=valid_n)),
+])
+page.try_this()
+page.code(padding.pad_batch, padding.segment_hook, padding.compare_variants, padding.measure_times)
+page.sources()
+page.finish()
