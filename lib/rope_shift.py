@@ -67,6 +67,13 @@ def raw_qk(engine: Engine, ids, layer: int) -> RawQK:
     return RawQK(layer, rerotate(q, back, inv)[0], rerotate(k, back, inv)[0], inv, engine.spec.attn_scale)
 
 
+def _cos_sin64(positions: torch.Tensor, inv_freq: torch.Tensor):
+    """cos, sin (1, N, d) in float64, so large positions do not round the angles."""
+    ang = positions.double()[:, None] * inv_freq.double()[None]           # (N, d/2)
+    emb = torch.cat((ang, ang), dim=-1)[None]                              # (1, N, d)
+    return emb.cos(), emb.sin()
+
+
 def score_at(raw: RawQK, head: int, i: int, j: int, m, n) -> np.ndarray:
     """Score of query token i placed at positions m (array) and key token j at positions n:
     (R(m) q_i) . (R(n) k_j) * scale, float64. GQA: head h reads KV head h // G."""
@@ -75,8 +82,8 @@ def score_at(raw: RawQK, head: int, i: int, j: int, m, n) -> np.ndarray:
     G = raw.q.shape[0] // raw.k.shape[0]
     q = raw.q[head, i].expand(len(m), -1)[None, None]                      # (1, 1, N, d)
     k = raw.k[head // G, j].expand(len(n), -1)[None, None]
-    qr = apply_rope(q, *cos_sin(m[None], raw.inv_freq))
-    kr = apply_rope(k, *cos_sin(n[None], raw.inv_freq))
+    qr = apply_rope(q, *_cos_sin64(m, raw.inv_freq))
+    kr = apply_rope(k, *_cos_sin64(n, raw.inv_freq))
     return ((qr * kr).sum(-1) * raw.scale)[0, 0].numpy()
 
 

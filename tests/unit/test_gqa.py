@@ -1,0 +1,59 @@
+"""Grouped-query attention: equals MHA with repeated K/V; cache bytes formula = tensor bytes."""
+import torch
+
+from lib import gqa
+from lib.engine import Engine, attention_mask
+from lib.model_spec import spec_from_config
+from tests.conftest import tiny_gemma3, tiny_llama
+
+
+def _qkv(H=8, Hkv=2, T=9, d=16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(2, H, T, d, generator=g), torch.randn(2, Hkv, T, d, generator=g),
+            torch.randn(2, Hkv, T, d, generator=g))
+
+
+def test_gqa_equals_mha_with_repeated_kv_exactly():
+    q, k, v = _qkv()
+    pos = torch.arange(9).expand(2, 9)
+    allowed = attention_mask(pos, pos, None)
+    a = gqa.gqa_attention(q, k, v, 0.25, allowed)
+    b = gqa.mha_attention(q, gqa.repeat_kv(k, 4), gqa.repeat_kv(v, 4), 0.25, allowed)
+    assert torch.equal(a, b)
+
+
+def test_repeat_kv_matches_transformers():
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    _, k, _ = _qkv()
+    assert torch.equal(gqa.repeat_kv(k, 4), repeat_kv(k, 4))
+
+
+def test_heads_of_a_group_differ_but_share_keys():
+    q, k, v = _qkv()
+    pos = torch.arange(9).expand(2, 9)
+    allowed = attention_mask(pos, pos, None)
+    out = gqa.gqa_attention(q, k, v, 0.25, allowed)
+    assert not torch.allclose(out[:, 0], out[:, 1])        # same K/V head, different queries
+
+
+def test_head_maps_on_tiny_models_equal_the_engine():
+    for hf in (tiny_gemma3(), tiny_llama("llama")):
+        eng = Engine(spec_from_config(hf.config), hf)
+        hm = gqa.head_maps(eng, tuple(range(3, 15)), 1)
+        assert hm.gqa_vs_mha_exact and hm.gqa_vs_mha <= 1e-6
+        G = eng.spec.group_size
+        assert hm.head_to_kv == [h // G for h in range(eng.spec.n_heads)]
+
+
+def test_layouts_and_cache_bytes():
+    names = [(lay.name, lay.n_kv_heads) for lay in gqa.kv_layouts(4, 1)]
+    assert names == [("MHA", 4), ("GQA-2", 2), ("MQA", 1)]
+    assert gqa.kv_cache_bytes(18, 1, 256, 1000, 2) == 2 * 18 * 256 * 1000 * 2
+    hf = tiny_gemma3()
+    eng = Engine(spec_from_config(hf.config), hf)
+    check = gqa.measured_cache_bytes(eng, tuple(range(1, 20)))
+    assert check.tokens == 19
+    for name, n_kv, formula, real in check.rows:
+        assert formula == real, name
+    assert check.rows[0][3] == 4 * check.rows[-1][3]

@@ -1,0 +1,76 @@
+"""Padding: batch layout, masked padded outputs = per-prompt outputs, packing, no-mask effects."""
+import pytest
+import torch
+
+from lib import padding as P
+from lib.engine import Engine
+from lib.model_spec import spec_from_config
+from tests.conftest import tiny_gemma3, tiny_llama
+
+PROMPTS = ((1, 5, 9), (2, 7, 11, 13, 17, 19, 23), (3, 4), (8, 6, 10, 12, 14))
+
+
+def test_pad_batch_left_and_right():
+    left = P.pad_batch(PROMPTS, 0, "left")
+    right = P.pad_batch(PROMPTS, 0, "right")
+    assert left.ids.shape == right.ids.shape == (4, 7)
+    assert left.positions[0].tolist() == [-1, -1, -1, -1, 0, 1, 2]
+    assert right.positions[0].tolist() == [0, 1, 2, -1, -1, -1, -1]
+    assert left.ids[2].tolist() == [0, 0, 0, 0, 0, 3, 4]
+    assert left.valid_fraction == pytest.approx(17 / 28)
+    assert left.last_index().tolist() == [6, 6, 6, 6] and right.last_index().tolist() == [2, 6, 1, 4]
+    shifted = P.pad_batch(PROMPTS, 0, "left", "mask_shift")
+    assert shifted.positions[0].tolist() == [-1, -1, -1, -1, 4, 5, 6]
+    nomask = P.pad_batch(PROMPTS, 0, "left", "no_mask")
+    assert nomask.positions[0].tolist() == list(range(7))
+    assert P.pad_batch(PROMPTS, 0, "right", length=10).ids.shape == (4, 10)
+
+
+def test_bad_input_is_a_clear_error():
+    with pytest.raises(ValueError):
+        P.pad_batch((), 0)
+    with pytest.raises(ValueError):
+        P.pad_batch(((1,), ()), 0)
+    with pytest.raises(ValueError):
+        P.pad_batch(PROMPTS, 0, "middle")
+
+
+def test_packed_inputs():
+    ids, pos, seg = P.packed_inputs(((4, 5), (6, 7, 8)))
+    assert ids.tolist() == [[4, 5, 6, 7, 8]] and pos.tolist() == [[0, 1, 0, 1, 2]]
+    assert seg.tolist() == [0, 0, 1, 1, 1]
+
+
+@pytest.mark.parametrize("make", [tiny_gemma3, lambda: tiny_llama("qwen2")], ids=["gemma3", "qwen2"])
+def test_masked_padded_outputs_equal_per_prompt_outputs(make):
+    hf = make()
+    eng = Engine(spec_from_config(hf.config), hf)
+    cmp = P.compare_variants(eng, PROMPTS, 0)
+    by = {(v.side, v.mode): v for v in cmp.variants}
+    for side in P.SIDES:
+        assert by[(side, "mask")].max_hidden_diff < 1e-4
+        assert by[(side, "mask")].top1_changed == 0
+    assert cmp.packed_hidden_diff < 1e-4
+    assert by[("right", "no_mask")].max_hidden_diff < 1e-4   # causal: later padding is never seen
+    assert by[("left", "no_mask")].max_hidden_diff > 1e-2    # earlier padding is attended
+
+
+def test_padded_batch_matches_transformers_with_attention_mask():
+    """Our left-padded batch (positions -1 = padding) against transformers' attention_mask path."""
+    hf = tiny_llama("llama")
+    eng = Engine(spec_from_config(hf.config), hf)
+    batch = P.pad_batch(PROMPTS, 0, "left")
+    ours = P.lm_head(eng, P.padded_hidden(eng, batch))[:, -1]
+    mask = batch.valid.long()
+    pos = (mask.cumsum(-1) - 1).clamp_min(0)
+    with torch.no_grad():
+        theirs = hf(batch.ids, attention_mask=mask, position_ids=pos).logits[:, -1]
+    torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=0)
+
+
+def test_timings_have_every_run():
+    hf = tiny_gemma3()
+    eng = Engine(spec_from_config(hf.config), hf)
+    tm = P.measure_times(eng, PROMPTS, 0, (0, 32), repeats=1)
+    assert tm.labels == ["padded:7", "padded:39", "one_by_one", "packed"]
+    assert tm.tokens == [28, 156, 17, 17] and all(s > 0 for s in tm.seconds)
