@@ -1,0 +1,67 @@
+"""Figures for the activation-outliers page (data in, Plotly figure out; no model calls)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+
+
+def channel_max_figure(cmax: np.ndarray, outliers: np.ndarray, labels: dict) -> go.Figure:
+    """One bar per channel: max |x| over the tokens; outlier channels in red (log y)."""
+    colors = np.where(np.isin(np.arange(len(cmax)), outliers), "#d62728", "#1f77b4")
+    fig = go.Figure(go.Bar(x=np.arange(len(cmax)), y=cmax, marker_color=colors, marker_line_width=0,
+                           hovertemplate=labels["hover"] + "<extra></extra>"))
+    fig.add_hline(y=labels["threshold"], line_dash="dot", line_color="grey",
+                  annotation_text=labels["threshold_text"], annotation_position="top left")
+    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"],
+                      yaxis_type="log", height=360, bargap=0)
+    return fig
+
+
+def histogram_figure(values: np.ndarray, steps: dict[str, float], labels: dict) -> go.Figure:
+    """Histogram of the activation values (log count) with each scale choice's step marked."""
+    fig = go.Figure(go.Histogram(x=values, nbinsx=200, marker_color="#1f77b4", name=labels["values"]))
+    colors = ["#d62728", "#ff7f0e", "#2ca02c", "#9467bd"]
+    for (name, step), c in zip(steps.items(), colors):
+        for sgn in (-1, 1):
+            fig.add_vline(x=sgn * step, line_dash="dash", line_color=c)
+        fig.add_scatter(x=[None], y=[None], mode="lines", line=dict(color=c, dash="dash"), name=name)
+    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"],
+                      yaxis_type="log", height=360, legend=LEGEND)
+    return fig
+
+
+def layer_heatmap(cmax: np.ndarray, labels: dict) -> go.Figure:
+    """log10 max |x| per (layer, channel): outlier channels are bright vertical lines."""
+    fig = go.Figure(go.Heatmap(z=np.log10(np.maximum(cmax, 1e-6)), colorscale="Viridis",
+                               colorbar=dict(title="log₁₀ max|x|"),
+                               hovertemplate=labels["hover"] + "<extra></extra>"))
+    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"], height=360)
+    return fig
+
+
+def sqnr_figure(bits: list[int], grans: list[str], sqnr: np.ndarray, labels: dict) -> go.Figure:
+    """Grouped bars: SQNR (dB) per bits (groups) and scale choice (bars). sqnr: (len(bits), len(grans))."""
+    fig = go.Figure()
+    for j, g in enumerate(grans):
+        fig.add_bar(x=[f"int{b}" for b in bits], y=sqnr[:, j], name=g,
+                    hovertemplate="%{x} " + g + ": %{y:.1f} dB<extra></extra>")
+    fig.update_layout(title=labels["title"], yaxis_title=labels["y"], barmode="group", height=360, legend=LEGEND)
+    return fig
+
+
+def effect_figure(names: list[str], kl: list[float], ppl: list[float], ppl_ref: float, labels: dict) -> go.Figure:
+    """Bars: mean next-token KL per experiment; markers: perplexity (right axis)."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_bar(x=names, y=kl, name=labels["kl"], marker_color="#1f77b4")
+    fig.add_scatter(x=names, y=ppl, name=labels["ppl"], mode="markers", marker=dict(size=12, color="#d62728"),
+                    secondary_y=True)
+    fig.add_hline(y=ppl_ref, line_dash="dot", line_color="#d62728", secondary_y=True,
+                  annotation_text=labels["ppl_ref"], annotation_position="top left")
+    fig.update_yaxes(title_text=labels["kl"], type="log", secondary_y=False)
+    fig.update_yaxes(title_text=labels["ppl"], secondary_y=True)
+    fig.update_layout(title=labels["title"], height=400, legend=LEGEND)
+    return fig

@@ -1,0 +1,37 @@
+"""Figures for the kv-quantization page (data in, Plotly figure out; no model calls)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+
+def channel_heatmap(kmax: np.ndarray, labels: dict) -> go.Figure:
+    """max |k| per (layer, head_dim channel) over the cached tokens."""
+    fig = go.Figure(go.Heatmap(z=kmax, colorscale="Viridis", colorbar=dict(title="max|k|"),
+                               hovertemplate=labels["hover"] + "<extra></extra>"))
+    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"], height=380)
+    return fig
+
+
+def grid_figure(bits: list[int], grans: list[str], metrics: list[tuple[str, np.ndarray, str]], title: str) -> go.Figure:
+    """One small heatmap per metric: rows = bits, columns = scale choices, values written in."""
+    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[m[0] for m in metrics], horizontal_spacing=0.08)
+    for i, (_, z, fmt) in enumerate(metrics, 1):
+        text = [[format(v, fmt) for v in row] for row in z]
+        fig.add_trace(go.Heatmap(z=np.log10(np.maximum(z, 1e-9)), x=grans, y=[f"int{b}" for b in bits], text=text,
+                                 texttemplate="%{text}", colorscale="Reds", showscale=False,
+                                 hovertemplate="%{y} %{x}: %{text}<extra></extra>"), row=1, col=i)
+        fig.update_yaxes(autorange="reversed", row=1, col=i)
+    fig.update_layout(title=title, height=330)
+    return fig
+
+
+def memory_figure(names: list[str], stored: list[float], full: float, half: float, labels: dict) -> go.Figure:
+    """Bars: the cache's bytes per policy, with the float32 and float16 sizes as lines."""
+    fig = go.Figure(go.Bar(x=names, y=stored, marker_color="#2ca02c", name=labels["stored"],
+                           hovertemplate="%{x}: %{y:,.0f} B<extra></extra>"))
+    fig.add_hline(y=full, line_dash="dot", annotation_text=labels["full"], annotation_position="top left")
+    fig.add_hline(y=half, line_dash="dash", annotation_text=labels["half"], annotation_position="top left")
+    fig.update_layout(title=labels["title"], yaxis_title=labels["y"], height=360)
+    return fig
