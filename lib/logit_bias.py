@@ -100,6 +100,14 @@ class OddsReport:
     n_pairs: int
 
 
+def odds_tolerance(logits: torch.Tensor, b: float, temperature: float) -> float:
+    """Allowed relative error of a measured odds ratio: the pipeline works in float32, so the
+    biased, temperature-scaled logits carry rounding of ~eps32 x their magnitude, and an odds
+    ratio is exp of a difference of two of them. 8 eps32 x (1 + largest |logit| / T + |b| / T)."""
+    mag = float(logits.abs().max()) / temperature + (0.0 if math.isinf(b) else abs(b) / min(temperature, 1.0))
+    return 8 * torch.finfo(torch.float32).eps * (1 + mag)
+
+
 def _ratio_err(r: np.ndarray, want: float) -> float:
     if want == 0:
         return float(np.abs(r).max())          # a ban: every measured ratio must be exactly 0
@@ -203,6 +211,7 @@ def top_change(logits: torch.Tensor, bias, sequence_bias, temperature: float, co
     before = run_pipeline(logits, SamplingConfig(temperature)).probs
     after = run_pipeline(logits, SamplingConfig(temperature, bias=tuple(bias), sequence_bias=tuple(sequence_bias)),
                          context=tuple(context)).probs
+    n = min(n, before.shape[-1])
     ids = list(dict.fromkeys(torch.topk(before, n).indices.tolist() + torch.topk(after, n).indices.tolist()))
     ids.sort(key=lambda i: -float(before[i]))
     idx = torch.tensor(ids)

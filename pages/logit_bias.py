@@ -138,12 +138,14 @@ chain = runtime.cached(sampling_reference.pipeline_max_diff)(logits, SamplingCon
     if bias else None
 banned_seqs = [(tok,) for tok, _ in bias] + [s for s, _ in seq_bias]
 hits = lb.completed_sequences(prompt.ids, generated_ids(biased), banned_seqs)
+tol = lb.odds_tolerance(logits, b, T)
 checks = [
-    CheckResult(t("check_odds", tok=target_text), r.target_err <= 1e-6,
-                t("check_odds_detail", m=r.measured, pred=r.predicted, e=r.effective, n=r.n_pairs, err=r.target_err)),
-    CheckResult(t("check_others", n=r.n_pairs), r.others_err <= 1e-6, t("check_others_detail", err=r.others_err)),
-    CheckResult(t("check_order_t"), odds[lb.TEMPERATURE_FIRST].target_err <= 1e-6 and r.target_err <= 1e-6,
-                t("check_order_t_detail", T=T, a=r.effective, b=odds[lb.TEMPERATURE_FIRST].effective)),
+    CheckResult(t("check_odds", tok=target_text), r.target_err <= tol,
+                t("check_odds_detail", m=r.measured, pred=r.predicted, e=r.effective, n=r.n_pairs, err=r.target_err,
+                  tol=tol)),
+    CheckResult(t("check_others", n=r.n_pairs), r.others_err <= tol, t("check_others_detail", err=r.others_err, tol=tol)),
+    CheckResult(t("check_order_t"), odds[lb.TEMPERATURE_FIRST].target_err <= tol and r.target_err <= tol,
+                t("check_order_t_detail", T=T, a=r.effective, b=odds[lb.TEMPERATURE_FIRST].effective, tol=tol)),
     CheckResult(t("check_hf"), hf_single == 0.0 and hf_all == 0.0,
                 t("check_hf_detail", n=len(single), d=hf_single, m=len(entries), d2=hf_all)),
 ]
