@@ -136,3 +136,12 @@ def evaluate(engine, ids: tuple[int, ...], policy: CachePolicy, chunk: int = 128
     if policy.kind == "recompute":
         return nll_recompute(engine, ids, policy.window, stride, progress=_progress)
     return nll_masked(engine, ids, policy, chunk, progress=_progress)
+
+
+def rolling_mean(x: np.ndarray, k: int) -> np.ndarray:
+    """(N,) -> (N,) mean of the last min(k, i+1) values at each i."""
+    x = np.asarray(x, dtype=np.float64)
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    i = np.arange(1, len(x) + 1)
+    lo = np.maximum(0, i - max(1, int(k)))
+    return (c[i] - c[lo]) / (i - lo)

@@ -1,0 +1,48 @@
+"""Figures for the attention-sinks page (data in, Plotly figure out; no model calls)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+
+
+def mass_heatmap(per_head: np.ndarray, layer_names: list[str], labels: dict[str, str]) -> go.Figure:
+    """(L, H) share of attention on the first positions: rows = layers, columns = heads."""
+    L, H = per_head.shape
+    fig = go.Figure(go.Heatmap(z=per_head, x=[f"{labels['head']} {h}" for h in range(H)], y=layer_names,
+                               zmin=0, zmax=1, colorscale="Viridis", text=np.round(per_head, 2),
+                               texttemplate="%{text}", colorbar=dict(title=labels["share"]),
+                               hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=labels["title"], height=560)
+    return fig
+
+
+def position_figure(mass: np.ndarray, uniform: np.ndarray, layer_names: list[str], labels: dict[str, str]) -> go.Figure:
+    """Stacked bars per layer: share on each of the first positions (heads averaged), and
+    what even attention would give."""
+    fig = go.Figure()
+    per_pos = mass.mean(1)                                           # (L, first)
+    for j in range(per_pos.shape[1]):
+        fig.add_bar(x=layer_names, y=per_pos[:, j], name=f"{labels['pos']} {j}")
+    fig.add_scatter(x=layer_names, y=uniform, name=labels["uniform"], mode="markers",
+                    marker=dict(symbol="line-ew-open", size=18, color="black"))
+    fig.update_layout(title=labels["title"], barmode="stack", height=400, legend=LEGEND,
+                      yaxis_title=labels["share"])
+    return fig
+
+
+def curves_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], window: int, labels: dict[str, str],
+                  log_y: bool = True) -> go.Figure:
+    """One line per policy: (x positions, y values)."""
+    fig = go.Figure()
+    for name, (x, y) in series.items():
+        fig.add_scatter(x=x, y=y, name=name, mode="lines",
+                        hovertemplate="t = %{x}: %{y:.3f}<extra>" + name + "</extra>")
+    fig.add_vline(x=window, line_dash="dash", line_color="#c44", annotation_text=labels["window"],
+                  annotation_position="top left")
+    fig.update_xaxes(title_text=labels["x"])
+    fig.update_yaxes(title_text=labels["y"], type="log" if log_y else "linear")
+    fig.update_layout(title=labels["title"], height=440, legend=LEGEND)
+    return fig

@@ -1,0 +1,193 @@
+"""Attention sinks (CONCEPTS.md §13): widgets and layout only; numbers come from lib/."""
+import numpy as np
+import streamlit as st
+
+from lib import attention_mass, cache_policies as cp
+from lib import policy_checks, policy_generation, runtime, streaming_eval
+from lib.checks import CheckResult
+from lib.long_text import long_text
+from lib.plots import attention_sinks as plots
+from lib.ui.page import ConceptPage
+from lib.ui.token_view import tokens_html
+
+WINDOWS = (16, 32, 64, 128, 256, 512, 1024)
+STRIDES = (1, 2, 4, 8, 16, 32)
+SINKS = (1, 2, 4)
+FIRST = 4                # "first positions" for the attention-mass figures
+MASS_TOKENS, MASS_FROM = 160, 32
+PARITY_TOKENS, PARITY_SINKS, PARITY_RECENT = 28, 2, 6
+POLICY_KEYS = ("dense", "window", "s1", "s2", "s4", "recompute")
+DEFAULT_POLICIES = ("dense", "window", "s4")   # the rest on request: each one runs the whole text
+PAPER = {"window": 5158.0, "sinks": 5.40}   # Xiao et al. 2023, Llama-2-13B, PG19, cache 1,024
+
+page = ConceptPage("attention-sinks")
+t = page.t
+m = page.model()
+spec = m.spec
+layer_names = [f"L{l}" + (" (global)" if spec.windows[l] is None else "") for l in range(spec.n_layers)]
+
+# ---- controls -----------------------------------------------------------------------------
+page.section("controls")
+c1, c2, c3 = st.columns(3)
+src = page.state.select("src", t("source_label"), ("gpl", "own"), "gpl", radio=True, container=c1,
+                        format_func=lambda s: t("source_gpl") if s == "gpl" else t("source_own"))
+W = page.state.select("W", t("w_label"), WINDOWS, 32, help=t("w_help"), container=c2)
+pos_mode = page.state.select("pos", t("pos_label"), ("cache", "text"), "cache", radio=True, help=t("pos_help"),
+                             format_func=lambda s: t("pos_cache") if s == "cache" else t("pos_text"), container=c3)
+N = page.state.number_slider("N", t("n_label"), 128, 4096, 256, step=64, help=t("n_help"), container=c1)
+stride = page.state.select("k", t("stride_label"), STRIDES, 16, help=t("stride_help"), container=c2)
+n_gen = page.state.number_slider("gen", t("ngen_label"), 4, 48, 8, container=c3)
+chosen = page.state.multiselect("P", t("policies_label"), POLICY_KEYS, DEFAULT_POLICIES, help=t("policies_help"),
+                                format_func=lambda k: t(f"key_{k}")) or list(DEFAULT_POLICIES)
+own = page.state.text("text", t("own_label"), "", max_chars=20000, height=120) if src == "own" else ""
+
+need = W + 32
+text, source_name = long_text(), "GNU GPL v3"
+if src == "own":
+    n_own = len(m.tokenizer(own)["input_ids"]) if own.strip() else 0
+    if n_own >= need:
+        text, source_name = own, t("source_own").lower()
+    else:
+        st.warning(t("own_short", n=n_own, need=need))
+ids = tuple(m.tokenizer(text, add_special_tokens=True)["input_ids"][:N])
+N = len(ids)
+reassign = pos_mode == "cache"
+
+
+def policy_name(p: cp.CachePolicy) -> str:
+    if p.kind == "dense":
+        return t("policy_dense")
+    if p.kind == "window":
+        return t("policy_window", w=p.window)
+    if p.kind == "recompute":
+        return t("policy_recompute", w=p.window)
+    return t("policy_sink_one", r=p.window) if p.sinks == 1 else t("policy_sinks_many", s=p.sinks, r=p.window)
+
+
+ALL = dict(zip(POLICY_KEYS, [cp.dense(), cp.window(W)] + [cp.sinks(s, W - s, reassign) for s in SINKS]
+               + [cp.recompute(W)]))
+policies = [ALL[k] for k in POLICY_KEYS if k in chosen]
+
+# ---- 1. attention mass on the first positions ---------------------------------------------
+st.subheader(t("mass_section"))
+mass_ids = ids[:MASS_TOKENS]
+with st.spinner(t("mass_running", n=len(mass_ids))):
+    mass = runtime.cached(attention_mass.sink_mass)(m.engine, mass_ids, FIRST, MASS_FROM)
+per_head = mass.per_head                                                      # (L, H)
+fig = plots.mass_heatmap(per_head, layer_names, {"title": t("mass_title", k=FIRST, q0=MASS_FROM, q1=len(mass_ids) - 1),
+                                                 "head": t("mass_head"), "share": t("mass_share")})
+page.figure(fig, "attention_mass", {"layer": layer_names,
+                                    **{f"head {h}": per_head[:, h].tolist() for h in range(per_head.shape[1])},
+                                    "even share": mass.uniform.tolist()})
+l_max, h_max = np.unravel_index(per_head.argmax(), per_head.shape)
+st.caption(t("mass_caption", n=mass.n_queries, k=FIRST, lo=mass.uniform.min(), hi=mass.uniform.max(),
+             mx=per_head.max(), where=f"{layer_names[l_max]}, {t('mass_head')} {h_max}"))
+fig = plots.position_figure(mass.mass, mass.uniform, layer_names,
+                            {"title": t("pos_title"), "pos": t("pos_pos"), "uniform": t("pos_uniform"),
+                             "share": t("mass_share")})
+page.figure(fig, "attention_by_position", {"layer": layer_names,
+                                           **{f"position {j}": mass.mass.mean(1)[:, j].tolist() for j in range(FIRST)}})
+
+# ---- 2. streaming evaluation --------------------------------------------------------------
+st.subheader(t("eval_section"))
+bar = st.progress(0.0)
+results = {}
+for i, p in enumerate(policies):
+    name = policy_name(p)
+
+    def progress(done, total, i=i, name=name):
+        bar.progress((i + done / max(total, 1)) / len(policies),
+                     text=t("eval_running", i=i + 1, n=len(policies), name=name, done=done, total=total))
+    results[name] = runtime.cached(streaming_eval.evaluate)(m.engine, ids, p, 128, stride, progress)
+bar.empty()
+st.caption(t("eval_caption", n=N, source=source_name, w=W))
+
+rec = results.get(policy_name(ALL["recompute"]))
+shared = rec.positions[rec.positions >= W] if rec is not None else None       # positions every policy scored
+fig = plots.curves_figure({k: (r.positions, streaming_eval.running_perplexity(r.nll)) for k, r in results.items()},
+                          W, {"title": t("ppl_title"), "x": t("curve_x"), "y": t("ppl_y"), "window": t("curve_window")})
+full = {k: r for k, r in results.items() if len(r.nll) == N - 1}              # policies scored at every t
+page.figure(fig, "running_perplexity", {"position": list(range(N - 1)),
+                                        **{k: streaming_eval.running_perplexity(r.nll).tolist() for k, r in full.items()}})
+ROLL = 32
+fig = plots.curves_figure({k: (r.positions, streaming_eval.rolling_mean(r.nll, ROLL if k in full else max(1, ROLL // stride)))
+                           for k, r in results.items()}, W,
+                          {"title": t("nll_title", k=ROLL), "x": t("curve_x"), "y": t("nll_y"), "window": t("curve_window")},
+                          log_y=False)
+page.figure(fig, "token_nll", {"position": list(range(N - 1)), **{k: r.nll.tolist() for k, r in full.items()}})
+
+table = {t("table_policy"): [], t("table_ppl"): [], t("table_ppl_shared"): [], t("table_ppl_all"): [],
+         t("table_entries"): [], t("table_seconds"): []}
+if shared is None:
+    del table[t("table_ppl_shared")]
+ppl_after = {}
+for p, (k, r) in zip(policies, results.items()):
+    after = r.positions >= W
+    ppl_after[k] = r.perplexity(after)
+    row = [k, ppl_after[k]] + ([r.perplexity(np.isin(r.positions, shared))] if shared is not None else [])
+    for col, v in zip(table, row + [r.perplexity(), max(cp.entries_per_layer(p, spec, N)), round(r.seconds, 1)]):
+        table[col].append(v)
+st.dataframe(table, hide_index=True)
+
+# ---- beside the paper ---------------------------------------------------------------------
+st.subheader(t("paper_section"))
+ours = {key: ppl_after.get(policy_name(ALL[key])) for key in ("window", "s4", "dense")}
+fmt = lambda v: round(v, 2) if v is not None else "—"  # noqa: E731
+st.dataframe({t("paper_model"): [t("paper_row"), t("ours_row", source=source_name, n=N, w=W)],
+              t("paper_window"): [PAPER["window"], fmt(ours["window"])],
+              t("paper_sinks"): [PAPER["sinks"], fmt(ours["s4"])]}, hide_index=True)
+st.caption(t("paper_caption", w=W))
+pw, ps, pd = ours["window"], ours["s4"], ours["dense"]
+if None not in (pw, ps, pd):
+    ratio = pw / ps
+    verdict = (t("verdict_helps", x=ratio) if ratio > 1.1 else t("verdict_hurts", x=ps / pw) if ratio < 1 / 1.1
+               else t("verdict_small"))
+    st.info(t("measured_summary", pw=pw, r=W - 4, ps=ps, pd=pd, verdict=verdict))
+else:
+    st.caption(t("paper_need"))
+
+# ---- 3. generation under each policy ------------------------------------------------------
+st.subheader(t("gen_section"))
+P = min(N, W + 32)
+prompt_ids = ids[:P]
+labels = {"model": t("lbl_model"), "final": t("lbl_final"), "rank": t("lbl_rank")}
+eos = spec.eos_ids
+with st.spinner(t("gen_running", n=n_gen, k=len(policies))):
+    gens = {policy_name(p): runtime.cached(policy_generation.greedy_under)(m.engine, prompt_ids, p, n_gen, eos)
+            for p in policies}
+tail = m.tokenizer.decode(list(prompt_ids[-40:]), skip_special_tokens=True)
+st.caption(t("gen_caption", p=P))
+st.markdown(t("gen_prompt", tail=tail.replace("\n", " ")))
+cols = st.columns(2)
+for i, (k, g) in enumerate(gens.items()):
+    box = cols[i % 2]
+    box.markdown(f"**{k}**")
+    box.html(tokens_html(m.tokenizer, "", g.steps, labels))
+
+page.notice()
+
+# ---- live checks --------------------------------------------------------------------------
+par_policy = cp.sinks(PARITY_SINKS, PARITY_RECENT, reassign)
+par = runtime.cached(policy_checks.masked_matches_evicting)(m.engine, ids[:PARITY_TOKENS], par_policy)
+share = per_head.mean(1)                                                      # (L,)
+hit = int((share >= 5 * mass.uniform).sum())
+budgets = {policy_name(p): max(cp.entries_per_layer(p, spec, N)) for p in policies if p.kind != "dense"}
+checks = [
+    CheckResult(t("check_parity", name=policy_name(par_policy), n=PARITY_TOKENS), par.max_diff <= 1e-3,
+                t("check_parity_detail", d=par.max_diff, n=par.n, ev=par.after)),
+    CheckResult(t("check_sinks"), hit * 2 >= spec.n_layers, t("check_sinks_detail", hit=hit, L=spec.n_layers, k=FIRST)),
+]
+dense_r = results.get(policy_name(ALL["dense"]))
+if rec is not None and dense_r is not None:
+    head = rec.positions[rec.positions < W]
+    d_rec = float(np.abs(rec.nll[:len(head)] - dense_r.nll[head]).max()) if len(head) else 0.0
+    checks.append(CheckResult(t("check_recompute"), d_rec <= 1e-3, t("check_recompute_detail", d=d_rec, n=len(head))))
+if len(budgets) > 1:
+    checks.append(CheckResult(t("check_budget"), len(set(budgets.values())) == 1,
+                              t("check_budget_detail", n=N, counts=", ".join(f"{k}: {v}" for k, v in budgets.items()))))
+page.checks(checks)
+page.try_this()
+page.code(cp.kept, streaming_eval.nll_masked, streaming_eval.nll_evicting, streaming_eval.nll_recompute,
+          attention_mass.sink_mass)
+page.sources()
+page.finish()

@@ -1,0 +1,122 @@
+"""Sliding-window KV cache (CONCEPTS.md §12): widgets and layout only; numbers come from lib/."""
+import streamlit as st
+
+from lib import cache_policies as cp
+from lib import fact_distance, policy_checks, runtime
+from lib.checks import CheckResult
+from lib.long_text import long_text
+from lib.plots import sliding_window as plots
+from lib.ui.page import ConceptPage
+
+WINDOWS = (16, 32, 64, 128, 256, 512)
+LENGTHS = tuple(2 ** k for k in range(6, 16))          # 64 .. 32,768 tokens
+FACT = "Remember this: the secret password is tulip."
+NEUTRAL = "Remember this: the weather today is mild."
+QUESTION = "\nQuestion: What is the secret password?\nAnswer: The secret password is"
+ANSWER = " tulip"
+PARITY_TOKENS, PARITY_WINDOW = 24, 8                    # eviction-vs-mask check: small and quick
+
+page = ConceptPage("sliding-window")
+t = page.t
+m = page.model()
+spec = m.spec
+local = [w for w in spec.windows if w is not None]
+w_local = max(local) if local else None
+layer_names = [t("layer_global", l=l) if spec.windows[l] is None else t("layer_local", l=l)
+               for l in range(spec.n_layers)]
+
+page.section("controls")
+c1, c2 = st.columns(2)
+step_t = page.state.number_slider("t", t("t_label"), 16, 4096, 700, help=t("t_help"), container=c1)
+W = page.state.select("W", t("w_label"), WINDOWS, 64, help=t("w_help"), container=c2)
+
+own_name = t("layout_own", w_local=w_local or "∞")
+all_name = t("layout_all", w=W)
+hybrid_name = t("layout_hybrid", w=W)
+
+# ---- 1. who can read what at step t (pure geometry of the policies) ------------------------
+maps = {own_name: cp.visibility_map(cp.dense(), spec, step_t).numpy(),
+        all_name: cp.visibility_map(cp.window(W), spec, step_t).numpy()}
+fig = plots.visibility_figure(maps, layer_names, {"title": t("vis_title", t=step_t), "x": t("vis_x"),
+                                                  "y": t("vis_y"), "hover": t("vis_hover")})
+page.figure(fig, "visibility", {"layer": layer_names,
+                                **{f"{k}: readable positions": v.sum(1).tolist() for k, v in maps.items()}})
+total = spec.n_layers * (step_t + 1)
+own_n, all_n = int(maps[own_name].sum()), int(maps[all_name].sum())
+st.caption(t("vis_caption", t=step_t, own=own_n, total=total, own_pct=own_n / total, w=W, all=all_n,
+             all_pct=all_n / total))
+
+# ---- 2. memory ----------------------------------------------------------------------------
+bpe = m.engine.embed_t.element_size()
+series = {t("layout_dense"): cp.dense()}
+if w_local:
+    series[own_name] = cp.window(w_local, "local")
+    series[t("layout_all", w=w_local)] = cp.window(w_local)
+series[all_name] = cp.window(W)
+data = {name: [cp.kv_bytes(p, spec, n, bpe) for n in LENGTHS] for name, p in series.items()}
+per_token = 2 * spec.n_kv_heads * spec.head_dim * bpe
+fig = plots.bytes_figure(LENGTHS, data, {"title": t("bytes_title", dtype=str(m.engine.dtype).replace("torch.", ""),
+                                                                   per_token=per_token),
+                                         "x": t("bytes_x"), "y": t("bytes_y")})
+page.figure(fig, "kv_bytes", {"tokens": list(LENGTHS), **{f"{k} (bytes)": v for k, v in data.items()}})
+mib = {k: v[-1] / 2**20 for k, v in data.items()}
+if w_local:
+    st.caption(t("bytes_caption", n=LENGTHS[-1], dense=mib[t("layout_dense")], own=mib[own_name], w_local=w_local,
+                 all_local=mib[t("layout_all", w=w_local)], w=W, all_w=mib[all_name]))
+
+# ---- 3. a fact at distance d --------------------------------------------------------------
+st.subheader(t("fact_section"))
+probe = fact_distance.build_probe(m.tokenizer, FACT, long_text()[:30000], QUESTION, ANSWER)
+q_len = len(probe.question_ids)
+d_near = q_len + 4
+distances = tuple(sorted({d for d in (d_near, W // 2, W - 8, W + 8, 2 * W, 3 * W) if d >= d_near}))
+st.markdown(t("fact_intro", fact=FACT, source="GPL-3", question=QUESTION.strip().replace("\n", " "),
+              answer=ANSWER.strip()))
+layouts = {own_name: cp.dense(), hybrid_name: cp.window(W, "local"), all_name: cp.window(W)}
+bar = st.progress(0.0, text=t("fact_running", n=len(distances)))
+results = {}
+for i, (name, policy) in enumerate(layouts.items()):
+    def progress(done, n, i=i):
+        bar.progress((i + done / n) / len(layouts), text=t("fact_running", n=len(distances)))
+    results[name] = runtime.cached(fact_distance.answer_prob)(m.engine, probe, distances, policy, progress)
+neutral = tuple(m.tokenizer(NEUTRAL, add_special_tokens=True)["input_ids"])
+p_ctrl, r_ctrl = runtime.cached(fact_distance.answer_prob_without_fact)(m.engine, probe, neutral, d_near)
+bar.empty()
+marks = {t("fact_mark_w", w=W): W}
+if w_local and w_local <= max(distances):
+    marks[t("fact_mark_local", w_local=w_local)] = w_local
+fig = plots.fact_figure(distances, {k: r.prob.tolist() for k, r in results.items()}, p_ctrl, marks,
+                        {"title": t("fact_title", answer=ANSWER.strip()), "x": t("fact_x"), "y": t("fact_y"),
+                         "control": t("fact_control")})
+table = {t("fact_table_distance"): list(distances)}
+table.update({f"p: {k}": r.prob.tolist() for k, r in results.items()})
+table.update({t("fact_table_rank", name=k): (r.rank + 1).tolist() for k, r in results.items()})
+page.figure(fig, "fact_distance", table)
+st.dataframe(table, hide_index=True)
+st.caption(t("fact_caption", p=p_ctrl, rank=r_ctrl + 1))
+
+page.notice()
+
+# ---- live checks --------------------------------------------------------------------------
+zero_ids = probe.fact_ids + probe.filler_ids[:fact_distance.filler_for(probe, W + 8)] + probe.question_ids
+zero = runtime.cached(policy_checks.evicted_attention)(m.engine, zero_ids, cp.window(W))
+par_policy = cp.window(PARITY_WINDOW, "local" if w_local else "all")
+par = runtime.cached(policy_checks.eviction_matches_mask)(m.engine, zero_ids[:PARITY_TOKENS], par_policy)
+near = [r.prob[0] for r in results.values()]
+checks = [
+    CheckResult(t("check_zero", w=W, n=len(zero_ids)), zero.pairs > 0 and zero.max_weight == 0.0 and zero.row_sum_err < 1e-4,
+                t("check_zero_detail", pairs=zero.pairs, mx=zero.max_weight, sum_err=zero.row_sum_err)),
+    CheckResult(t("check_evict", w=PARITY_WINDOW, n=PARITY_TOKENS), par.rel_diff <= 1e-5,
+                t("check_evict_detail", n=PARITY_TOKENS, d=par.max_diff, s=par.scale, r=par.rel_diff,
+                  held=par.held, full=par.full)),
+    CheckResult(t("check_bytes", kv=spec.n_kv_heads, hd=spec.head_dim, b=bpe), par.measured_bytes == par.formula_bytes,
+                t("check_bytes_detail", measured=par.measured_bytes, formula=par.formula_bytes)),
+]
+if distances[0] < W:
+    checks.append(CheckResult(t("check_same", d=distances[0], w=W), max(near) - min(near) <= 1e-6,
+                              t("check_same_detail", p0=near[0], p1=near[1], p2=near[2], diff=max(near) - min(near))))
+page.checks(checks)
+page.try_this()
+page.code(cp.visible, cp.kv_bytes, fact_distance.answer_prob, policy_checks.evicted_attention)
+page.sources()
+page.finish()
