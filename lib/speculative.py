@@ -26,14 +26,21 @@ CORRECTIONS = ("residual", "target", "none")
 # "obvious" shortcut, wrong).  none: keep the draft token, no verification (output = q, wrong).
 
 
+def _dist(p: torch.Tensor) -> torch.Tensor:
+    """float64 copy renormalised to sum 1 (a float32 softmax over 262,144 tokens sums to 1
+    only up to ~1e-5; the identities below hold exactly for true distributions)."""
+    d = p.double()
+    return d / d.sum()
+
+
 def acceptance_probability(p: torch.Tensor, q: torch.Tensor) -> float:
     """alpha = sum_x min(p(x), q(x)): the chance a proposal x ~ q is accepted."""
-    return float(torch.minimum(p.double(), q.double()).sum())
+    return float(torch.minimum(_dist(p), _dist(q)).sum())
 
 
 def total_variation(p: torch.Tensor, q: torch.Tensor) -> float:
     """TV(p, q) = 1/2 sum_x |p(x) - q(x)|  (= 1 - alpha)."""
-    return 0.5 * float((p.double() - q.double()).abs().sum())
+    return 0.5 * float((_dist(p) - _dist(q)).abs().sum())
 
 
 def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -175,3 +182,9 @@ def output_distribution(p: torch.Tensor, q: torch.Tensor, correction: str = "res
     if correction == "target":
         return m + (1 - m.sum()) * p.double()
     return q.double()
+
+
+def histogram(samples: np.ndarray, token_ids: list[int]) -> np.ndarray:
+    """Empirical frequency of each token in `token_ids`, plus everything else summed: (k+1,)."""
+    counts = np.array([(samples == t).sum() for t in token_ids], dtype=np.float64)
+    return np.append(counts, len(samples) - counts.sum()) / max(len(samples), 1)

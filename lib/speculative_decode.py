@@ -34,6 +34,8 @@ class BlockRecord:
     q_prob: list[float]             # (g,) q_i(d_i)
     p_prob: list[float]             # (g,) p_i(d_i)
     alpha: list[float]              # (g,) sum_x min(p_i, q_i): expected acceptance at position i
+                                    # (positions after the first rejection were scored on a
+                                    #  prefix that was thrown away: see `verified_alpha`)
     accepted: int                   # how many proposals were kept (j)
     token: int                      # the token the target added: residual draw (j < g) or bonus
     from_residual: bool             # True if `token` came from the residual after a rejection
@@ -45,6 +47,11 @@ class BlockRecord:
     @property
     def emitted(self) -> int:
         return self.accepted + 1
+
+    @property
+    def verified_alpha(self) -> list[float]:
+        """alpha at the positions that were really verified: up to the first rejection."""
+        return self.alpha[:self.accepted + 1]
 
     @property
     def accept_prob(self) -> list[float]:
@@ -80,8 +87,9 @@ class SpecRun:
 
     @property
     def alpha(self) -> float:
-        """Mean expected acceptance sum min(p, q) over every verified proposal."""
-        a = [x for b in self.blocks for x in b.alpha]
+        """Mean expected acceptance sum min(p, q) over every verified proposal (up to and
+        including each block's first rejection)."""
+        a = [x for b in self.blocks for x in b.verified_alpha]
         return sum(a) / len(a) if a else 0.0
 
     @property
@@ -212,3 +220,20 @@ def one_block(target: Engine, draft, prompt_ids, gamma: int, cfg: SamplingConfig
     dec = SpeculativeDecoder(target, draft, cfg, seed, keep_top)
     dec.start(prompt_ids)
     return dec.step(gamma)
+
+
+def early_exit_block(target: Engine, prompt_ids, n_layers: int, gamma: int, cfg: SamplingConfig,
+                     seed: int) -> BlockRecord:
+    """One block after the prompt with the target's own first n_layers as the draft."""
+    from lib.drafts import EngineDraft
+
+    return one_block(target, EngineDraft(target, n_layers), list(prompt_ids), gamma, cfg, seed)
+
+
+def early_exit_greedy(target: Engine, prompt_ids, n_layers: int, gamma: int, n_new: int,
+                      eos_ids: tuple[int, ...] = ()) -> SpecRun:
+    """Greedy speculative decoding with the early-exit draft (to compare with plain greedy)."""
+    from lib.drafts import EngineDraft
+
+    return speculative_generate(target, EngineDraft(target, n_layers), list(prompt_ids), n_new, gamma,
+                                SamplingConfig(0.0), 0, eos_ids)

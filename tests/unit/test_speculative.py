@@ -31,7 +31,7 @@ Q = torch.tensor([0.1, 0.2, 0.6, 0.05, 0.05])
 def test_acceptance_is_one_minus_total_variation():
     a = S.acceptance_probability(P, Q)
     assert a == pytest.approx(0.1 + 0.2 + 0.1 + 0.05)
-    assert a == pytest.approx(1 - S.total_variation(P, Q), abs=1e-6)
+    assert a == pytest.approx(1 - S.total_variation(P, Q), abs=1e-12)
 
 
 def test_residual_is_positive_part_of_p_minus_q():

@@ -1,0 +1,30 @@
+"""Speculative decoding benchmark (issue 5): greedy, the easy and the hard workload.
+
+For each workload every candidate (draft, gamma) is run side by side with plain greedy
+decoding of the same engine (alternating, `REPEATS` times, medians); the best measured
+candidate is reported. Keys: spec_alpha, spec_tokens_per_call, spec_speedup (easy workload),
+spec_hard_alpha, spec_hard_tokens_per_call, spec_hard_speedup, plus the winning draft/gamma.
+"""
+from __future__ import annotations
+
+from lib.drafts import frequent_tokens
+from lib.long_text import long_text
+from lib.speculative_speed import PRESETS, run_cell
+
+N_NEW = 32
+REPEATS = 3
+CANDIDATES = ((("lookup", 3), 2), (("lookup", 3), 4), (("lookup", 3), 6), (("early_small", 6), 2))
+
+
+def measure(model) -> dict:
+    out: dict = {}
+    eng, tok = model.engine, model.tokenizer
+    for name, prefix in (("easy", "spec"), ("hard", "spec_hard")):
+        ids = tuple(tok(PRESETS[name])["input_ids"])
+        subset = frequent_tokens(tok, [long_text()], ids)
+        cells = [run_cell(eng, ids, d, g, N_NEW, 0.0, 0, REPEATS, subset) for d, g in CANDIDATES]
+        best = max(cells, key=lambda c: c.speedup)
+        out.update({f"{prefix}_alpha": best.alpha, f"{prefix}_tokens_per_call": best.tokens_per_call,
+                    f"{prefix}_speedup": best.speedup, f"{prefix}_draft": f"{best.draft}, gamma={best.gamma}",
+                    f"{prefix}_identical": all(c.identical for c in cells)})
+    return out
