@@ -188,6 +188,14 @@ class BlockManager:
         del self.lengths[seq]
         self.cached_tokens.pop(seq, None)
 
+    def uncache(self, block_ids) -> None:
+        """Forget the prefix-cache entries of these blocks (their K/V may stay, unnamed)."""
+        for bid in block_ids:
+            b = self.blocks[bid]
+            if b.hash is not None and self.hash_to_block.get(b.hash) == bid:
+                del self.hash_to_block[b.hash]
+            b.hash = None
+
     # ---- accounting and invariants -----------------------------------------------------------
     def used_blocks(self) -> int:
         return len(self.blocks) - self.num_free

@@ -52,12 +52,32 @@ class StepCosts:
     context: int
 
     def prefill(self, n_tokens: int) -> float:
-        """Time for a prefill (or chunk) of n tokens: interpolated between measured lengths."""
-        return float(np.interp(n_tokens, self.prefill_tokens, self.prefill_s)) if n_tokens > 0 else 0.0
+        """Time for a prefill (or chunk) of n tokens: the straight line a + b·n fitted to the
+        measured lengths (least squares, a, b >= 0), so one noisy point cannot reorder lengths."""
+        if n_tokens <= 0:
+            return 0.0
+        a, b = _line_fit(self.prefill_tokens, self.prefill_s)
+        return a + b * n_tokens
 
     def decode(self, batch: int) -> float:
-        """Time for one decode step of `batch` sequences (interpolated)."""
-        return float(np.interp(batch, self.decode_batch, self.decode_s)) if batch > 0 else 0.0
+        """Time for one decode step of `batch` sequences (same kind of fit over batch sizes)."""
+        if batch <= 0:
+            return 0.0
+        a, b = _line_fit(self.decode_batch, self.decode_s)
+        return a + b * batch
+
+
+def _line_fit(x, y) -> tuple[float, float]:
+    """Least-squares y = a + b x with a, b >= 0 (time never falls with more tokens)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 2:
+        return float(y.mean()), 0.0
+    b, a = np.polyfit(x, y, 1)
+    if b < 0:
+        return float(y.mean()), 0.0
+    if a < 0:
+        return 0.0, float((x @ y) / (x @ x))
+    return float(a), float(b)
 
 
 def _median_time(fn, repeats: int) -> float:

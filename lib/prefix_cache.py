@@ -93,6 +93,7 @@ def reuse_vs_recompute(engine, cached_ids, new_ids, block_size: int = 16, repeat
         n = manager.allocate("new", new_ids)
         out = paged_forward(engine, pool, manager, ["new"], [new_ids[n:]])[0, -1]    # (V,)
         hits = manager.tables["new"][:n // block_size]
+        manager.uncache(manager.tables["new"][n // block_size:])   # the next repeat must not hit B itself
         manager.free("new")
         return out, n, hits
 

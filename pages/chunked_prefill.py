@@ -17,7 +17,7 @@ m = page.model()
 
 page.section("controls")
 left, right = st.columns([3, 2])
-prompt = page.prompt(container=left, label=t("prompt_label"))
+prompt = page.prompt(default=t("default_prompt"), container=left, label=t("prompt_label"))
 L = page.state.select("L", t("L_label"), LENGTHS, 256, help=t("L_help"), container=right)
 c1, c2 = right.columns(2)
 n_run = page.state.number_slider("n", t("n_label"), 1, 8, 4, container=c1)
@@ -27,10 +27,12 @@ chunk = page.state.select("chunk", t("chunk_label"), CHUNKS, 32, help=t("chunk_h
 grid = tuple(x for x in GRID if x <= L)
 with st.spinner(t("measuring", n=len(grid) + len(DECODE_BATCH))):
     costs = runtime.cached(chunked_prefill.measure_costs)(m.engine, grid, DECODE_BATCH)
-labels = {"prefill": t("fig_cost_prefill"), "decode": t("fig_cost_decode"), "title": t("fig_cost_title"),
-          "x": t("fig_cost_x"), "y": t("fig_cost_y")}
+labels = {"prefill": t("fig_cost_prefill"), "decode": t("fig_cost_decode"), "prefill_fit": t("fig_cost_prefill_fit"),
+          "decode_fit": t("fig_cost_decode_fit"), "title": t("fig_cost_title"), "x": t("fig_cost_x"), "y": t("fig_cost_y")}
 page.figure(plots.costs_figure(costs, labels), "measured_costs",
-            {"prompt_tokens": list(costs.prefill_tokens), "prefill_seconds": list(costs.prefill_s)})
+            {"kind": ["prefill"] * len(costs.prefill_s) + ["decode"] * len(costs.decode_s),
+             "tokens_in_forward": list(costs.prefill_tokens) + list(costs.decode_batch),
+             "median_seconds": list(costs.prefill_s) + list(costs.decode_s)})
 st.caption(t("cost_caption", L=L, pl=costs.prefill(L) * 1000, n=n_run, d=costs.decode(n_run) * 1000,
              ratio=costs.prefill(L) / costs.decode(n_run)))
 
@@ -68,9 +70,10 @@ with st.spinner(t("running_check")):
     cc = runtime.cached(chunked_prefill.chunked_vs_oneshot)(m.engine, prompt.ids, check_chunk)
 
 page.notice()
+# the longest step a chunked schedule can have: every request decoding + one full chunk
 bound = costs.decode(len(reqs)) + costs.prefill(min(chunk, L))
 page.checks([
-    CheckResult(t("check_logits"), cc.max_abs_diff <= 1e-4 and cc.cache_diff <= 1e-4 and cc.argmax_equal,
+    CheckResult(t("check_logits"), cc.max_abs_diff <= 1e-3 and cc.cache_diff <= 1e-3 and cc.argmax_equal,
                 t("check_logits_detail", n=cc.n_tokens, c=cc.chunk, k=cc.n_chunks, d=cc.max_abs_diff, kv=cc.cache_diff)),
     CheckResult(t("check_ratio"), costs.prefill(L) > costs.decode(n_run),
                 t("check_ratio_detail", L=L, pl=costs.prefill(L) * 1000, n=n_run, d=costs.decode(n_run) * 1000)),

@@ -23,7 +23,7 @@ prompt = page.prompt(default=t("default_prompt"), max_tokens=96, label=t("prompt
 c1, c2 = right.columns(2)
 n_new = page.state.number_slider("n", t("n_label"), 4, 32, 12, container=c1)
 bs = page.state.select("bs", t("bs_label"), BLOCK_SIZES, 16, container=c2)
-n_blocks = page.state.number_slider("blocks", t("blocks_label"), 6, 64, 12, help=t("blocks_help"), container=c1)
+n_blocks = page.state.number_slider("blocks", t("blocks_label"), 6, 64, 9, help=t("blocks_help"), container=c1)
 reserve = page.state.number_slider("reserve", t("reserve_label"), 64, 2048, 512, step=64, help=t("reserve_help"),
                                    container=c2)
 seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, container=right)
@@ -86,21 +86,25 @@ st.caption(t("mem_caption", bpt=bpt / 1024, s=steps[peak], r=reserved[peak], a=a
 
 # ---- what each sequence generated -----------------------------------------------------------------
 st.markdown(f"**{t('gen_title')}**")
-for s in sorted(run.tokens):
-    toks = run.tokens[s]
-    text = m.tokenizer.decode(toks[run.n_prompt[s]:], skip_special_tokens=True)
-    st.markdown(f"- `{s}` ({run.n_prompt[s]} + {len(toks) - run.n_prompt[s]}): …{m.tokenizer.decode(toks[max(1, run.n_prompt[s] - 6):run.n_prompt[s]], skip_special_tokens=True)}**{text}**")
+show = lambda ids: m.tokenizer.decode(ids, skip_special_tokens=True).replace("\n", "⏎")  # noqa: E731
+st.dataframe(pd.DataFrame([{t("col_seq"): s, t("col_prompt_end"): "…" + show(run.tokens[s][max(1, run.n_prompt[s] - 8):run.n_prompt[s]]),
+                            t("col_generated"): show(run.tokens[s][run.n_prompt[s]:])}
+                           for s in sorted(run.tokens)]), hide_index=True, width="stretch")
 st.caption(t("gen_caption", seed=seed))
 
 page.notice()
 worst_unused = max((len(tab) * bs - s.lengths[q] for s in run.snapshots for q, tab in s.tables.items()), default=0)
 shared_full = sum(1 for s in run.snapshots for r in s.ref_counts if r > 1)
 want_cow = 1 if len(prompt.ids) % bs else 0
-freed, reused = set(), set()
-for a_, b_ in zip(run.snapshots, run.snapshots[1:]):
-    gone = {x for q, tab in a_.tables.items() if q not in b_.tables for x in tab}
-    freed |= gone
-    reused |= {x for q, tab in b_.tables.items() if q not in a_.tables for x in tab} & freed
+# requests that had to wait for space, and whether they got blocks that finished sequences had freed
+freed_before, waited, reused = set(), [], set()
+for prev, cur in zip(run.snapshots, run.snapshots[1:]):
+    freed_before |= {x for q, tab in prev.tables.items() if q not in cur.tables for x in tab}
+    for r in requests:
+        seqs = [q for q in cur.tables if q.split(".")[0] == r.rid and q not in prev.tables]
+        if seqs and cur.step > r.arrival_step:
+            waited.append(r.rid)
+            reused |= {x for q in seqs for x in cur.tables[q]} & freed_before
 page.checks([
     CheckResult(t("check_equal"), run.max_abs_diff <= 1e-3 and run.argmax_equal,
                 t("check_equal_detail", n=run.n_checked, k=len(run.tokens), d=run.max_abs_diff, same=run.argmax_equal)),
@@ -111,8 +115,8 @@ page.checks([
                   first=(run.invariant_errors or ["—"])[0])),
     CheckResult(t("check_cow"), len(run.cow_copies) == want_cow,
                 t("check_cow_detail", p=len(prompt.ids), bs=bs, c=len(run.cow_copies), w=want_cow, sh=shared_full)),
-    CheckResult(t("check_reuse"), bool(reused) or not freed,
-                t("check_reuse_detail", f=len(freed), r=len(reused))),
+    CheckResult(t("check_reuse"), bool(reused) if waited else True,
+                t("check_reuse_detail", w=", ".join(waited) or "—", r=len(reused)) if waited else t("check_reuse_none")),
 ])
 page.try_this()
 page.code(paged_generation.run_requests, PagedBatch, BlockManager.append_slots, BlockManager.fork)

@@ -8,14 +8,23 @@ DECODE, PREFILL = "#4C78A8", "#E45756"
 
 
 def costs_figure(costs, labels: dict[str, str]) -> go.Figure:
-    """Measured prefill time vs prompt length, with each decode step time as a level."""
+    """Measured forward times against the number of new tokens in the forward: prefill of n
+    prompt tokens (red) and one decode step of a batch of b sequences (blue, b tokens), with
+    the straight lines fitted to each (what the simulation uses)."""
     fig = go.Figure()
-    fig.add_scatter(x=list(costs.prefill_tokens), y=[s * 1000 for s in costs.prefill_s], mode="lines+markers",
-                    name=labels["prefill"], line=dict(color=PREFILL))
-    for b, s in zip(costs.decode_batch, costs.decode_s):
-        fig.add_hline(y=s * 1000, line_dash="dot", line_color=DECODE,
-                      annotation_text=labels["decode"].format(b=b, ms=s * 1000), annotation_position="top left")
-    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"], height=380)
+    xp = list(costs.prefill_tokens)
+    fig.add_scatter(x=xp, y=[s * 1000 for s in costs.prefill_s], mode="markers", name=labels["prefill"],
+                    marker=dict(color=PREFILL, size=9))
+    fig.add_scatter(x=xp, y=[costs.prefill(n) * 1000 for n in xp], mode="lines", name=labels["prefill_fit"],
+                    line=dict(color=PREFILL, dash="dot"))
+    xd = list(costs.decode_batch)
+    fig.add_scatter(x=xd, y=[s * 1000 for s in costs.decode_s], mode="markers", name=labels["decode"],
+                    marker=dict(color=DECODE, size=9, symbol="diamond"))
+    fig.add_scatter(x=xd, y=[costs.decode(b) * 1000 for b in xd], mode="lines", name=labels["decode_fit"],
+                    line=dict(color=DECODE, dash="dot"))
+    fig.update_xaxes(type="log", title_text=labels["x"])
+    fig.update_layout(title=labels["title"], yaxis_title=labels["y"], height=400,
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
     return fig
 
 

@@ -45,6 +45,6 @@ def memory_figure(steps, reserved, allocated, stored, labels: dict[str, str]) ->
     fig.add_scatter(x=steps, y=reserved, name=labels["reserved"], mode="lines", line=dict(dash="dash"))
     fig.add_scatter(x=steps, y=allocated, name=labels["allocated"], mode="lines+markers")
     fig.add_scatter(x=steps, y=stored, name=labels["stored"], mode="lines")
-    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"], height=380,
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"], height=420,
+                      legend=dict(orientation="h", y=-0.2, yanchor="top", x=0, xanchor="left"))
     return fig

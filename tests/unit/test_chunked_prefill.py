@@ -36,8 +36,20 @@ def test_simulation_token_counts_and_ttft():
     res = simulate(reqs, COSTS, None)
     assert len(res.token_times["r"]) == 10 and len(res.token_times["p"]) == 3
     # unchunked: the step after arrival does decode(1) + prefill(256)
-    assert res.ttft_s["p"] == pytest.approx(0.02 - 0.015 + 0.01 + 0.22)
-    assert res.tbt_s().max() == pytest.approx(0.01 + 0.22)
+    d1 = COSTS.decode(1)
+    first_end = d1 * -(-0.015 // d1)                  # start of the first step after the arrival
+    step = d1 + COSTS.prefill(256)
+    assert res.tbt_s().max() == pytest.approx(step)
+    assert res.ttft_s["p"] == pytest.approx(first_end + step - 0.015)
+
+
+def test_step_costs_fit_is_linear_and_never_decreasing():
+    noisy = StepCosts((16, 64, 256), (0.05, 0.04, 0.3), (1, 2, 4), (0.2, 0.1, 0.25), 64)
+    xs = [1, 16, 32, 64, 128, 256, 512]
+    assert all(noisy.prefill(a) <= noisy.prefill(b) for a, b in zip(xs, xs[1:]))
+    assert noisy.decode(1) <= noisy.decode(2) <= noisy.decode(8)
+    exact = StepCosts((10, 20, 40), (0.11, 0.21, 0.41), (1, 2), (0.05, 0.06), 64)
+    assert exact.prefill(30) == pytest.approx(0.31) and exact.decode(3) == pytest.approx(0.07)
 
 
 def test_chunking_bounds_the_gap_and_costs_ttft():
