@@ -127,6 +127,9 @@ def measure_model(batch: int, prefill: int, device: str = "cpu",
     return run_probe({"mode": "model", "batch": batch, "prefill": prefill, "device": device}, step)
 
 
+PREFILL_FLOOR = 2 * MiB  # the math library's own scratch buffers are about this size
+
+
 @dataclass(frozen=True)
 class Comparison:
     name: str
@@ -136,6 +139,10 @@ class Comparison:
     @property
     def rel_error(self) -> float:
         return abs(self.measured - self.predicted) / max(self.predicted, 1.0)
+
+    def within(self, tol: float = 0.10, floor: float = 0.0) -> bool:
+        """|measured - predicted| <= max(tol x predicted, floor)."""
+        return abs(self.measured - self.predicted) <= max(tol * self.predicted, floor)
 
 
 def compare_kv(spec, probe: ProbeResult, batch: int = 1, chunk: int = 64) -> list[Comparison]:

@@ -132,8 +132,9 @@ checks = [
 ]
 if "prefill_peak" in by:
     c = by["prefill_peak"]
-    checks.append(CheckResult(t("check_prefill", B=batch, T=prefill), c.rel_error <= TOL,
-                              t("check_prefill_detail", p=c.predicted / 1e6, m=c.measured / 1e6, e=c.rel_error)))
+    checks.append(CheckResult(t("check_prefill", B=batch, T=prefill), c.within(TOL, ma.PREFILL_FLOOR),
+                              t("check_prefill_detail", p=c.predicted / 1e6, m=c.measured / 1e6, e=c.rel_error,
+                                floor=ma.PREFILL_FLOOR / 1e6)))
 page.checks(checks)
 page.try_this()
 page.code(ma.kv_cache_bytes, ma.prefill_activation_bytes, ma.parameter_count, ma.run_probe)
