@@ -26,7 +26,7 @@ text = page.state.text("prompts", t("prompts_label"), DEFAULT_PROMPTS, max_chars
                        help=t("prompts_help", n=MAX_PROMPTS, k=MAX_TOKENS), container=left)
 side = page.state.select("side", t("side_label"), padding.SIDES, "left", format_func=lambda s: t(f"side_{s}"),
                          radio=True, horizontal=True, container=right)
-extra = page.state.select("pad", t("extra_label"), EXTRA_PAD[1:], 192, help=t("extra_help"), container=right)
+extra = page.state.select("pad", t("extra_label"), EXTRA_PAD[1:], 64, help=t("extra_help"), container=right)
 
 lines = [s for s in text.splitlines() if s.strip()]
 if len(lines) > MAX_PROMPTS:

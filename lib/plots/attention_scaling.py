@@ -6,6 +6,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+MAX_TICK_TOKENS = 24
+
+
+def token_ticks(tokens: list[str]) -> dict:
+    """Axis ticks labelled with the tokens themselves when there are few enough to read."""
+    if len(tokens) > MAX_TICK_TOKENS:
+        return {}
+    return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=tokens, tickfont=dict(size=9))
 
 
 def heatmaps(probs_a: np.ndarray, probs_b: np.ndarray, tokens: list[str], titles: tuple[str, str],
@@ -17,8 +25,8 @@ def heatmaps(probs_a: np.ndarray, probs_b: np.ndarray, tokens: list[str], titles
                         colorscale="Viridis", showscale=col == 2, customdata=np.array(tokens)[None].repeat(len(tokens), 0),
                         hovertemplate="query %{y} → key %{x} (%{customdata})<br>weight %{z:.3f}<extra></extra>",
                         row=1, col=col)
-        fig.update_xaxes(title_text=labels["x"], row=1, col=col)
-        fig.update_yaxes(title_text=labels["y"], autorange="reversed", row=1, col=col)
+        fig.update_xaxes(title_text=labels["x"], row=1, col=col, **token_ticks(tokens))
+        fig.update_yaxes(title_text=labels["y"], autorange="reversed", row=1, col=col, **token_ticks(tokens))
     fig.update_layout(title=labels["title"], height=420)
     return fig
 
@@ -33,9 +41,10 @@ def sweep_figure(scales, entropy, max_w, uniform: float, model_scale: float, cho
     fig.add_vline(x=model_scale, line_dash="dash", line_color="green", annotation_text=labels["model"])
     fig.add_vline(x=chosen, line_dash="dot", line_color="red", annotation_text=labels["chosen"],
                   annotation_position="bottom right")
-    fig.update_xaxes(type="log", title_text=labels["x"])
+    fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
     fig.update_yaxes(title_text=labels["entropy"], secondary_y=False, rangemode="tozero")
-    fig.update_yaxes(title_text=labels["max"], secondary_y=True, range=[0, 1.02])
+    fig.update_yaxes(title_text=labels["max"], secondary_y=True, range=[0, 1.02], tickmode="linear", tick0=0,
+                     dtick=0.2, showgrid=False)
     fig.update_layout(title=labels["title"], height=380, legend=LEGEND)
     return fig
 
@@ -46,8 +55,8 @@ def variance_figure(dims, var_raw, var_scaled, labels: dict[str, str]) -> go.Fig
     fig.add_scatter(x=dims, y=dims, name=labels["ideal"], mode="lines", line=dict(dash="dot", color="grey"))
     fig.add_scatter(x=dims, y=var_raw, name=labels["raw"], mode="markers+lines")
     fig.add_scatter(x=dims, y=var_scaled, name=labels["scaled"], mode="markers+lines")
-    fig.update_xaxes(type="log", title_text=labels["x"])
-    fig.update_yaxes(type="log", title_text=labels["y"])
+    fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
+    fig.update_yaxes(type="log", dtick=1, title_text=labels["y"])
     fig.update_layout(title=labels["title"], height=360, legend=LEGEND)
     return fig
 
@@ -67,8 +76,8 @@ def model_sweep_figure(factors, entropy, kl, labels: dict[str, str]) -> go.Figur
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_scatter(x=factors, y=entropy, name=labels["entropy"], mode="lines+markers")
     fig.add_scatter(x=factors, y=kl, name=labels["kl"], mode="lines+markers", secondary_y=True)
-    fig.update_xaxes(type="log", title_text=labels["x"])
+    fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
     fig.update_yaxes(title_text=labels["entropy"], secondary_y=False)
-    fig.update_yaxes(title_text=labels["kl"], secondary_y=True, rangemode="tozero")
+    fig.update_yaxes(title_text=labels["kl"], secondary_y=True, rangemode="tozero", tickmode="auto", showgrid=False)
     fig.update_layout(title=labels["title"], height=360, legend=LEGEND)
     return fig

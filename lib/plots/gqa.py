@@ -5,7 +5,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+from lib.plots.attention_scaling import token_ticks
+
+LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # below the axis title
 
 
 def head_maps_figure(probs: np.ndarray, tokens: list[str], head_titles: list[str],
@@ -18,8 +20,9 @@ def head_maps_figure(probs: np.ndarray, tokens: list[str], head_titles: list[str
         fig.add_heatmap(z=probs[h], zmin=0, zmax=1, colorscale="Viridis", showscale=h == H - 1,
                         customdata=cd, hovertemplate="query %{y} → key %{x} (%{customdata})<br>"
                         "weight %{z:.3f}<extra></extra>", row=1, col=h + 1)
-        fig.update_yaxes(autorange="reversed", row=1, col=h + 1, title_text=labels["y"] if h == 0 else None)
-        fig.update_xaxes(title_text=labels["x"], row=1, col=h + 1)
+        fig.update_yaxes(autorange="reversed", row=1, col=h + 1, title_text=labels["y"] if h == 0 else None,
+                         **(token_ticks(tokens) if h == 0 else {}))
+        fig.update_xaxes(title_text=labels["x"], row=1, col=h + 1, **token_ticks(tokens))
     fig.update_layout(title=labels["title"], height=380)
     return fig
 
@@ -42,7 +45,7 @@ def cache_bytes_figure(contexts, series: dict[str, list[float]], own: str, label
         fig.add_scatter(x=contexts, y=ys, name=name + (labels["own"] if name == own else ""),
                         mode="lines+markers", line=dict(width=4 if name == own else 2),
                         hovertemplate="%{x} tokens: %{y:.1f} MiB<extra>" + name + "</extra>")
-    fig.update_xaxes(type="log", title_text=labels["x"])
-    fig.update_yaxes(type="log", title_text=labels["y"])
-    fig.update_layout(title=labels["title"], height=380, legend=LEGEND)
+    fig.update_xaxes(type="log", title_text=labels["x"], tickvals=list(contexts), ticktext=[f"{c:,}" for c in contexts])
+    fig.update_yaxes(type="log", dtick=1, title_text=labels["y"])
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig

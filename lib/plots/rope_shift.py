@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # below: long names
 
 
 def spectrum_figure(wavelengths: np.ndarray, thetas, context: int, labels: dict[str, str]) -> go.Figure:
@@ -16,7 +16,7 @@ def spectrum_figure(wavelengths: np.ndarray, thetas, context: int, labels: dict[
     fig.add_hline(y=context, line_dash="dot", line_color="grey", annotation_text=labels["context"])
     fig.update_yaxes(type="log", title_text=labels["y"])
     fig.update_xaxes(title_text=labels["x"])
-    fig.update_layout(title=labels["title"], height=360, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig
 
 
@@ -27,7 +27,7 @@ def angles_figure(positions, angles: np.ndarray, pair_names: list[str], labels: 
         fig.add_scatter(x=positions, y=row, name=name, mode="lines")
     fig.update_xaxes(title_text=labels["x"])
     fig.update_yaxes(title_text=labels["y"], range=[-3.3, 3.3])
-    fig.update_layout(title=labels["title"], height=360, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig
 
 
@@ -38,7 +38,7 @@ def shift_scores_figure(deltas, joint, key_only, labels: dict[str, str]) -> go.F
     fig.add_scatter(x=deltas, y=key_only, name=labels["key_only"], mode="lines")
     fig.update_xaxes(title_text=labels["x"])
     fig.update_yaxes(title_text=labels["y"])
-    fig.update_layout(title=labels["title"], height=360, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig
 
 
@@ -47,7 +47,7 @@ def next_token_figure(tokens: list[str], probs_by_variant: dict[str, list[float]
     fig = go.Figure()
     for name, row in probs_by_variant.items():
         fig.add_bar(x=tokens, y=row, name=name, hovertemplate="%{x}: %{y:.4f}<extra></extra>")
-    fig.update_layout(title=labels["title"], barmode="group", yaxis_title=labels["y"], height=380, legend=LEGEND)
+    fig.update_layout(title=labels["title"], barmode="group", yaxis_title=labels["y"], height=430, legend=LEGEND)
     return fig
 
 
@@ -58,5 +58,5 @@ def sweep_figure(deltas, diffs: dict[str, np.ndarray], labels: dict[str, str]) -
         fig.add_scatter(x=deltas, y=np.maximum(ys, 1e-9), name=name, mode="lines+markers")
     fig.update_xaxes(type="log", title_text=labels["x"])
     fig.update_yaxes(type="log", title_text=labels["y"])
-    fig.update_layout(title=labels["title"], height=360, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig
