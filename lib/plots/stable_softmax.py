@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 STATUS_COLOUR = {"ok": "#2ca02c", "overflow": "#d62728", "underflow": "#7f7f7f"}
-LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+LEGEND = dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left")  # below: titles are long
 
 
 def histogram_figure(edges, counts, overflow_at: float, underflow_at: float, z_max: float,

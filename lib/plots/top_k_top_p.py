@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 P_COLOUR, K_COLOUR, BOTH_COLOUR, NONE_COLOUR = "#1f77b4", "#ff7f0e", "#2ca02c", "#c7c7c7"
-LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+LEGEND = dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left")  # below: titles are long
 
 
 def cut_curve_figure(curve, tokens: list[str], p: float, k: int, L: dict[str, str]) -> go.Figure:
@@ -19,15 +19,18 @@ def cut_curve_figure(curve, tokens: list[str], p: float, k: int, L: dict[str, st
     fig.add_scatter(x=ranks, y=curve.cumulative, name=L["cum"], mode="lines", line_color=P_COLOUR,
                     customdata=tokens, secondary_y=True,
                     hovertemplate="#%{x} %{customdata}: Σp = %{y:.4f}<extra></extra>")
-    fig.add_hline(y=p, line_dash="dot", line_color=P_COLOUR, secondary_y=True,
-                  annotation_text=f"p = {p:g}", annotation_position="bottom right")
-    fig.add_vline(x=curve.nucleus + 0.5, line_color=P_COLOUR, line_width=2,
-                  annotation_text=L["p_cut"], annotation_position="top left")
-    fig.add_vline(x=curve.k_kept + 0.5, line_color=K_COLOUR, line_width=2, line_dash="dash",
-                  annotation_text=L["k_cut"], annotation_position="bottom left")
-    fig.update_xaxes(type="log", title_text=L["x"])
+    # the cuts as plain traces (shapes on a log axis with a secondary y misplace their labels)
+    n = len(ranks)
+    fig.add_scatter(x=[1, n], y=[p, p], mode="lines", name=f"p = {p:g}", secondary_y=True,
+                    line=dict(color=P_COLOUR, dash="dot", width=1), hoverinfo="skip")
+    fig.add_scatter(x=[curve.nucleus + 0.5] * 2, y=[0, 1], mode="lines", secondary_y=True,
+                    name=f"{L['p_cut']} ({curve.nucleus})", line=dict(color=P_COLOUR, width=2), hoverinfo="skip")
+    fig.add_scatter(x=[k + 0.5] * 2, y=[0, 1], mode="lines", secondary_y=True,
+                    name=f"{L['k_cut']} ({k})", line=dict(color=K_COLOUR, width=2, dash="dash"), hoverinfo="skip")
+    fig.update_xaxes(type="log", title_text=L["x"], range=[-0.05, np.log10(n) + 0.05])
     fig.update_yaxes(title_text=L["prob"], secondary_y=False)
-    fig.update_yaxes(title_text=L["cum"], secondary_y=True, range=[0, 1.02])
+    fig.update_yaxes(title_text=L["cum"], secondary_y=True, range=[0, 1.02], tickmode="linear", tick0=0, dtick=0.2,
+                     showgrid=False)
     fig.update_layout(title=L["title"], height=420, legend=LEGEND, bargap=0.05)
     return fig
 
@@ -50,7 +53,7 @@ def nucleus_steps_figure(labels: list[str], nucleus, p_mass, k_mass, p: float, k
     fig.update_yaxes(title_text=L["y_mass"], range=[0, 1.05], row=2, col=1)
     fig.update_xaxes(tickmode="array", tickvals=x, ticktext=labels, tickangle=-60, row=2, col=1)
     fig.update_xaxes(title_text=L["x"], row=2, col=1)
-    fig.update_layout(title=L["title"], height=620, legend=LEGEND)
+    fig.update_layout(title=L["title"], height=620)  # legend on the right: tick labels are below
     return fig
 
 
@@ -66,7 +69,7 @@ def kept_sets_figure(sets, tokens: list[str], L: dict[str, str]) -> go.Figure:
             fig.add_bar(x=ranks[sel], y=sets.probs[sel], name=name, marker_color=colour,
                         customdata=np.array(tokens, dtype=object)[sel],
                         hovertemplate="#%{x} %{customdata}: p = %{y:.4f}<extra>" + name + "</extra>")
-    fig.update_yaxes(type="log", title_text=L["y"])
+    fig.update_yaxes(type="log", dtick=1, title_text=L["y"])        # ticks at powers of ten only
     fig.update_xaxes(title_text=L["x"])
     fig.update_layout(title=L["title"], height=380, legend=LEGEND, bargap=0.1, barmode="overlay")
     return fig
@@ -79,7 +82,7 @@ def order_figure(effect, current_T: float, L: dict[str, str]) -> go.Figure:
                     line_color=P_COLOUR)
     fig.add_scatter(x=effect.temperatures, y=effect.t_after, mode="lines+markers", name=L["t_after"],
                     line=dict(color="#d62728", dash="dash"))
-    fig.add_vline(x=current_T, line_dash="dot", line_color="grey")
+    fig.add_vline(x=np.log10(current_T), line_dash="dot", line_color="grey")   # log axis: log10(x)
     fig.update_xaxes(type="log", title_text=L["x"])
     fig.update_yaxes(type="log", title_text=L["y"])
     fig.update_layout(title=L["title"], height=380, legend=LEGEND)
