@@ -19,6 +19,7 @@ from lib.engine import Engine
 from lib.sampling import SamplingConfig, apply_temperature, run_pipeline, top_k_mask, top_p_mask
 from lib.sampling_stream import PipelineStep, stream_with_logits
 
+TOP_KEPT = 256   # per-step probabilities kept by nucleus_trace (the page's k goes up to 200)
 LATE_TEMPERATURE = ("bias", "top_k", "top_p", "temperature", "min_p")  # top-p sees the T = 1 distribution
 
 
@@ -105,15 +106,16 @@ class NucleusTrace:
     steps: list[PipelineStep]    # the generated tokens with their pipeline records
     nucleus: np.ndarray          # (n,) tokens top-p kept at each step
     p_mass: np.ndarray           # (n,) probability those tokens held
-    k_mass: np.ndarray           # (n,) probability the k most likely tokens held at that step
+    top_probs: np.ndarray        # (n, TOP_KEPT) each step's largest probabilities, sorted
     reach_margin: np.ndarray     # (n,) kept mass - p (>= 0: the set reaches p)
     minimal_margin: np.ndarray   # (n,) p - (mass without the least likely kept token) (> 0: minimal)
 
 
-def nucleus_trace(engine: Engine, prompt_ids, temperature: float, p: float, k: int, seed: int,
+def nucleus_trace(engine: Engine, prompt_ids, temperature: float, p: float, seed: int,
                   max_new_tokens: int, eos_ids: tuple[int, ...] = ()) -> NucleusTrace:
     """Sample a continuation with temperature + top-p and measure, at every step, the nucleus
-    size and mass, and the mass top-k would have kept on the same distribution."""
+    size and mass; keep each step's TOP_KEPT largest probabilities so the mass top-k would
+    keep can be read for any k <= TOP_KEPT without running the model again (top_k_mass)."""
     cfg = SamplingConfig(temperature, top_p=p)
     steps, nuc, pm, km, reach, mini = [], [], [], [], [], []
     for step, raw in stream_with_logits(engine, prompt_ids, cfg, seed, max_new_tokens, eos_ids):
@@ -124,7 +126,14 @@ def nucleus_trace(engine: Engine, prompt_ids, temperature: float, p: float, k: i
         steps.append(step)
         nuc.append(int(mask.sum()))
         pm.append(float(probs[mask].double().sum()))
-        km.append(float(probs[top_k_mask(x, k)].double().sum()))
+        km.append(torch.topk(probs, TOP_KEPT).values.double().numpy())
         reach.append(r)
         mini.append(m)
     return NucleusTrace(steps, np.array(nuc), np.array(pm), np.array(km), np.array(reach), np.array(mini))
+
+
+def top_k_mass(trace: NucleusTrace, k: int) -> np.ndarray:
+    """(n,) probability the k most likely tokens held at each step of the trace."""
+    if not 1 <= k <= trace.top_probs.shape[1]:
+        raise ValueError(f"k must be in [1, {trace.top_probs.shape[1]}], got {k}")
+    return trace.top_probs[:, :k].sum(axis=1)

@@ -68,7 +68,7 @@ st.caption(t("table_caption"))
 # ---- every dtype across offsets: where the naive form bites ---------------------------------
 windows = {name: runtime.cached(ss.safe_window)(logits, scale, name) for name in ss.DTYPES}
 edges_pts = [e + d for w in windows.values() for e in w for d in (-EDGE, EDGE) if -150 <= e + d <= 150]
-offsets = tuple(sorted(set(GRID + tuple(round(x, 3) for x in edges_pts) + (offset,))))
+offsets = tuple(sorted(set(GRID + tuple(round(x, 3) for x in edges_pts))))   # not your c: no recompute per c
 with st.spinner(t("sweep_running", n=len(offsets) * len(ss.DTYPES))):
     sweep = runtime.cached(ss.offset_sweep)(logits, scale, offsets)
 L = {k: t(f"sweep_{k}") for k in ("window", "ok", "overflow", "underflow", "yours", "x", "y")}

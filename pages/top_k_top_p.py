@@ -51,13 +51,14 @@ st.caption(t("cut_caption", V=curve.vocab, n=curve.nucleus, pm=curve.nucleus_mas
 # ---- a real continuation: nucleus size per step -------------------------------------------
 st.subheader(t("gen_title"))
 with st.spinner(t("gen_running", n=n_new)):
-    trace = runtime.cached(tkp.nucleus_trace)(m.engine, prompt.ids, T, p, k, seed, n_new, m.spec.eos_ids)
+    trace = runtime.cached(tkp.nucleus_trace)(m.engine, prompt.ids, T, p, seed, n_new, m.spec.eos_ids)
+k_mass = tkp.top_k_mass(trace, k)
 labels = [f"{i + 1}·{s}" for i, s in enumerate(token_texts(m.tokenizer, generated_ids(trace.steps)))]
 L = {k_: t(f"steps_{k_}") for k_ in ("nucleus", "tokens", "k_line", "p_mass", "k_mass", "y_count", "y_mass", "x")}
 L["title"] = t("steps_title", p=p, lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()))
-page.figure(plots.nucleus_steps_figure(labels, trace.nucleus.tolist(), trace.p_mass, trace.k_mass, p, k, L),
+page.figure(plots.nucleus_steps_figure(labels, trace.nucleus.tolist(), trace.p_mass, k_mass, p, k, L),
             "nucleus_per_step", {"step_token": labels, "top_p_kept": trace.nucleus.tolist(),
-                                 "top_p_mass": trace.p_mass.tolist(), "top_k_mass": trace.k_mass.tolist()})
+                                 "top_p_mass": trace.p_mass.tolist(), "top_k_mass": k_mass.tolist()})
 view_labels = {key: t(f"lbl_{key}") for key in ("model", "final", "rank", "kept", "step", "token",
                                                  "stage_temperature", "stage_top_p")}
 st.markdown(f"**{t('gen_view', T=T, p=p, seed=seed)}**")
@@ -75,15 +76,14 @@ page.figure(plots.kept_sets_figure(sets, set_tokens, L), "kept_sets",
             {"rank": list(range(1, len(sets.ids) + 1)), "token": set_tokens, "prob": sets.probs.tolist(),
              "top_k_keeps": sets.in_k.tolist(), "top_p_keeps": sets.in_p.tolist()})
 
-effect = runtime.cached(tkp.order_effect)(logits, p, ORDER_TEMPS + (T,))
-n_o = len(ORDER_TEMPS)
+effect = runtime.cached(tkp.order_effect)(logits, p, ORDER_TEMPS)                  # fixed T axis
+at_T = runtime.cached(tkp.order_effect)(logits, p, (T,))                           # your T
 L = {k_: t(f"order_{k_}") for k_ in ("t_first", "t_after", "x", "y")}
 L["title"] = t("order_title", p=p)
-order_view = tkp.OrderEffect(effect.temperatures[:n_o], effect.t_first[:n_o], effect.t_after[:n_o])
-page.figure(plots.order_figure(order_view, T, L), "stage_order",
-            {"T": order_view.temperatures.tolist(), "kept_T_before_top_p": order_view.t_first.tolist(),
-             "kept_T_after_top_p": order_view.t_after.tolist()})
-st.caption(t("order_caption", T=T, a=int(effect.t_first[-1]), b=int(effect.t_after[-1])))
+page.figure(plots.order_figure(effect, T, L), "stage_order",
+            {"T": effect.temperatures.tolist(), "kept_T_before_top_p": effect.t_first.tolist(),
+             "kept_T_after_top_p": effect.t_after.tolist()})
+st.caption(t("order_caption", T=T, a=int(at_T.t_first[0]), b=int(at_T.t_after[0])))
 
 page.notice()
 

@@ -2,6 +2,7 @@
 against transformers' logits processors (the reference implementations)."""
 import math
 
+import numpy as np
 import pytest
 import torch
 from transformers import (MinPLogitsWarper, SequenceBiasLogitsProcessor, TemperatureLogitsWarper,
@@ -97,10 +98,12 @@ def test_same_p_keeps_few_tokens_at_one_step_and_many_at_another(real_model, rea
     sizes = {p: top_k_top_p.cut_curve(real_logits[p], 1.0, 40, 0.9).nucleus for p in PROMPTS}
     assert max(sizes.values()) >= 10 * min(sizes.values()), sizes
     ids = encode_prompt(real_model.tokenizer, PROMPTS[1]).ids
-    tr = top_k_top_p.nucleus_trace(real_model.engine, ids, 1.0, 0.9, 40, 0, 4)
+    tr = top_k_top_p.nucleus_trace(real_model.engine, ids, 1.0, 0.9, 0, 4)
     assert (tr.reach_margin >= -1e-6).all() and (tr.minimal_margin > -1e-6).all()
     assert (tr.p_mass >= 0.9 - 1e-5).all()
-    assert tr.k_mass.max() - tr.k_mass.min() > 0.05          # top-k's mass moves from step to step
+    k_mass = top_k_top_p.top_k_mass(tr, 40)
+    assert k_mass.max() - k_mass.min() > 0.05             # top-k's mass moves from step to step
+    assert (k_mass <= 1 + 1e-6).all() and (np.diff(tr.top_probs, axis=1) <= 0).all()
 
 
 def test_naive_fp16_softmax_breaks_on_real_logits_exactly_as_predicted(real_logits):
