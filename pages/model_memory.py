@@ -4,6 +4,7 @@ import streamlit as st
 from lib import bundled_model, runtime
 from lib import memory_accounting as ma
 from lib.checks import CheckResult
+from lib.model_loader import BUNDLED
 from lib.plots import model_memory as plots
 from lib.ui.page import ConceptPage
 
@@ -17,6 +18,10 @@ page = ConceptPage("model-memory")
 t = page.t
 m = page.model()
 s = m.spec
+if m.source != BUNDLED:   # the file, the probes and the calculator are about the bundled model
+    st.warning(t("bundled_only", name=m.name))
+    page.finish()
+    st.stop()
 
 page.section("controls")
 c1, c2, c3 = st.columns(3)

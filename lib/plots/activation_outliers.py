@@ -52,16 +52,16 @@ def sqnr_figure(bits: list[int], grans: list[str], sqnr: np.ndarray, labels: dic
 
 
 def effect_figure(names: list[str], kl: list[float], ppl: list[float], ppl_ref: float, labels: dict) -> go.Figure:
-    """Bars: mean next-token KL per experiment; markers: perplexity (right axis)."""
+    """Bars: mean next-token KL per experiment; markers: perplexity (right axis), dotted: original."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_bar(x=names, y=kl, name=labels["kl"], marker_color="#1f77b4")
     fig.add_scatter(x=names, y=ppl, name=labels["ppl"], mode="markers", marker=dict(size=12, color="#d62728"),
                     secondary_y=True)
-    fig.add_hline(y=ppl_ref, line_dash="dot", line_color="#d62728", secondary_y=True,
-                  annotation_text=labels["ppl_ref"], annotation_position="top left")
-    fig.update_yaxes(title_text=labels["kl"], type="log", secondary_y=False)
+    fig.add_scatter(x=names, y=[ppl_ref] * len(names), name=labels["ppl_ref"], mode="lines",
+                    line=dict(color="#d62728", dash="dot"), secondary_y=True)
+    fig.update_yaxes(title_text=labels["kl"], rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text=labels["ppl"], secondary_y=True)
     fig.update_layout(title=labels["title"], height=400, legend=LEGEND)
     return fig
