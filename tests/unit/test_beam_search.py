@@ -1,0 +1,176 @@
+"""Beam search on a tiny random Gemma 3 against transformers' generate, and the re-ranking math."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lib.beam_rerank import crossing_alpha, probability_view, score_lines, sweep
+from lib.beam_search import (FINISHED, KEPT, PRUNED, BeamRecord, Hypothesis, beam_search,
+                             normalized_score, select)
+from lib.beam_search_hf import transformers_beam_search
+from tests.conftest import tiny_gemma3
+
+# Prompts and end tokens picked so that hypotheses of many lengths finish (1..10 tokens) and
+# the winner really changes with alpha (flips near -0.06, 0.40, 0.42, 0.52 and 1.26).
+P0, E0 = (2, 37, 24, 44, 53, 42), (1,)
+P1, E1 = (2, 14, 14, 15, 31, 22), (1, 45)
+P2, E2 = (2, 75, 56, 92, 37, 91), (1, 91)
+MAX_NEW = 10
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from lib.engine import Engine
+    from lib.model_spec import spec_from_config
+
+    hf = tiny_gemma3(0)
+    return hf, Engine(spec_from_config(hf.config), hf)
+
+
+def hf_generate(hf, prompt, num_beams, alpha, early_stopping, eos):
+    with torch.no_grad():
+        out = hf.generate(torch.tensor([prompt]), num_beams=num_beams, length_penalty=alpha,
+                          early_stopping=early_stopping, max_new_tokens=MAX_NEW, do_sample=False,
+                          eos_token_id=list(eos), pad_token_id=0, return_dict_in_generate=True,
+                          output_scores=True)
+    return tuple(out.sequences[0, len(prompt):].tolist()), float(out.sequences_scores[0])
+
+
+CASES = [  # prompt, end tokens, num_beams, alpha, early_stopping
+    (P1, E1, 4, -1.0, False), (P1, E1, 4, 0.0, True), (P1, E1, 4, 0.5, False),
+    (P1, E1, 3, 2.0, "never"), (P0, E0, 3, 0.5, True), (P0, E0, 6, 2.0, False),
+    (P0, E0, 5, 1.0, True), (P2, E2, 2, 2.0, False), (P2, E2, 6, -1.0, True),
+    (P1, E1, 2, 1.0, False),
+]
+
+
+def test_best_sequence_and_score_equal_transformers_generate(tiny):
+    hf, eng = tiny
+    lengths = set()
+    for prompt, eos, nb, alpha, es in CASES:
+        rec = beam_search(eng, prompt, nb, MAX_NEW, alpha, es, eos)
+        s = select(rec, alpha, es)
+        ours = rec.hypotheses[s.best]
+        tokens, score = hf_generate(hf, prompt, nb, alpha, es, eos)
+        assert ours.tokens == tokens, (prompt, nb, alpha, es)
+        assert s.score == pytest.approx(score, abs=1e-4), (prompt, nb, alpha, es)
+        lengths.add(ours.length)
+    assert len(lengths) >= 3, lengths  # the cases really exercise different winner lengths
+
+
+def test_transformers_algorithm_on_our_engine_is_bit_identical(tiny):
+    _, eng = tiny
+    for prompt, eos, nb, alpha, es in CASES[:4]:
+        rec = beam_search(eng, prompt, nb, MAX_NEW, alpha, es, eos)
+        s = select(rec, alpha, es)
+        assert transformers_beam_search(eng, prompt, nb, MAX_NEW, alpha, es, eos) == \
+            (rec.hypotheses[s.best].tokens, s.score)
+
+
+def test_one_run_to_max_answers_every_alpha_exactly(tiny):
+    """select() on one recorded search equals a fresh search with that alpha's stopping rule."""
+    _, eng = tiny
+    full = beam_search(eng, P1, 4, MAX_NEW, eos_ids=E1, run_to_max=True)
+    assert full.n_steps == MAX_NEW
+    winners = set()
+    for alpha in (-1.0, 0.0, 0.3, 0.5, 1.0, 2.0):
+        for es in (False, True, "never"):
+            fresh = beam_search(eng, P1, 4, MAX_NEW, alpha, es, E1)
+            a, b = select(full, alpha, es), select(fresh, alpha, es)
+            assert full.hypotheses[a.best].tokens == fresh.hypotheses[b.best].tokens
+            assert a.score == b.score and a.stop_step == b.stop_step == fresh.n_steps - 1
+            winners.add(full.hypotheses[a.best].tokens)
+    assert len(winners) >= 3
+
+
+def test_record_is_consistent(tiny):
+    _, eng = tiny
+    nb = 4
+    rec = beam_search(eng, P1, nb, MAX_NEW, eos_ids=E1, run_to_max=True)
+    K = max(2, 1 + len(E1)) * nb
+    assert len(rec.candidates) == K * MAX_NEW
+    for step in range(MAX_NEW):
+        cands = rec.candidates[step * K:(step + 1) * K]
+        cums = [c.cum_logprob for c in cands]
+        assert cums == sorted(cums, reverse=True)
+        kept = [c for c in cands if c.fate == KEPT]
+        assert len(kept) == (nb if step < MAX_NEW - 1 else 0)
+        assert all(c.rank < nb for c in cands if c.fate == FINISHED)
+        assert all(c.fate == PRUNED for c in cands if c.ends and c.rank >= nb)
+        for c in cands:
+            assert c.logprob <= 0
+            parent_cum = 0.0 if c.parent < 0 else rec.candidates[c.parent].cum_logprob
+            assert c.cum_logprob == float(np.float32(parent_cum) + np.float32(c.logprob))
+            if c.parent >= 0:
+                assert rec.candidates[c.parent].fate == KEPT and rec.candidates[c.parent].step == step - 1
+    for h in rec.hypotheses:
+        path, node = [], h.node
+        while node >= 0:
+            path.append(rec.candidates[node].token)
+            node = rec.candidates[node].parent
+        assert tuple(reversed(path)) == h.tokens
+        assert h.by_length == (h.tokens[-1] not in E1)
+
+
+def test_one_beam_with_early_stopping_is_greedy(tiny):
+    from lib.generate import greedy
+
+    _, eng = tiny
+    for prompt, eos in ((P1, E1), (P2, E2)):
+        rec = beam_search(eng, prompt, 1, MAX_NEW, 1.0, True, eos)
+        assert rec.hypotheses[select(rec, 1.0, True).best].tokens == tuple(greedy(eng, prompt, MAX_NEW, eos).new_ids)
+
+
+def test_normalized_score_rounds_like_a_float32_tensor_division():
+    g = torch.Generator().manual_seed(0)
+    sums = (-torch.rand(2000, generator=g) * 40).tolist()
+    for L in (1, 3, 7, 24):
+        for alpha in (-1.0, 0.0, 0.37, 0.5, 1.0, 2.0):
+            theirs = torch.tensor(sums, dtype=torch.float32) / (L ** alpha)
+            assert [normalized_score(s, L, alpha) for s in sums] == theirs.tolist()
+
+
+def hand_record(hyps: list[tuple[float, int]], num_beams: int = 4, max_new: int = 8) -> BeamRecord:
+    """A record with given (sum log-prob, length) hypotheses, all finished by the last step."""
+    rec = BeamRecord((2,), num_beams, max_new, (1,), True)
+    for S, L in hyps:
+        rec.hypotheses.append(Hypothesis(tuple([5] * (L - 1) + [1]), S, L - 1, -1, False))
+    rec.best_running = [-100.0] * max_new
+    rec.n_steps = max_new
+    return rec
+
+
+def test_crossing_point_and_flips_by_hand():
+    # S/L: (-2, 2) wins at alpha = 0 (-2 > -4.5); (-4.5, 6) wins at alpha = 1 (-0.75 > -1).
+    a, b = Hypothesis((5, 1), -2.0, 1, -1, False), Hypothesis((5,) * 5 + (1,), -4.5, 5, -1, False)
+    x = crossing_alpha(a, b)
+    assert x == pytest.approx(math.log(2 / 4.5) / math.log(2 / 6))
+    assert -2.0 / 2 ** x == pytest.approx(-4.5 / 6 ** x)
+    assert crossing_alpha(a, Hypothesis((7, 1), -3.0, 1, -1, False)) is None   # equal lengths
+    rec = hand_record([(-2.0, 2), (-4.5, 6)])
+    sw = sweep(rec, np.linspace(-1, 3, 41), early_stopping=True)
+    assert [(f.before, f.after) for f in sw.flips] == [(0, 1)]
+    assert sw.flips[0].alpha == pytest.approx(x, abs=1e-3)
+    assert sw.scores.shape == (2, 41)
+    assert np.allclose(score_lines(rec, [0.0, 1.0]), [[-2.0, -1.0], [-4.5, -0.75]])
+
+
+def test_score_is_not_a_probability():
+    rec = hand_record([(-2.0, 2), (-4.5, 6), (-1.0, 1), (-3.0, 3)])
+    v = probability_view(rec, 1.0)
+    assert v.total_prob == pytest.approx(math.exp(-2) + math.exp(-4.5) + math.exp(-1) + math.exp(-3))
+    assert v.total_prob <= 1 < v.total_exp_score          # 4 geometric-mean 'probabilities' sum > 1
+    assert np.all(v.exp_score >= v.seq_prob)
+
+
+def test_bad_settings_are_rejected(tiny):
+    _, eng = tiny
+    with pytest.raises(ValueError):
+        beam_search(eng, P0, 0, 4)
+    with pytest.raises(ValueError):
+        beam_search(eng, P0, 2, 4, early_stopping="sometimes")
+    partial = hand_record([(-2.0, 2)])
+    partial.n_steps, partial.best_running = 3, [-0.1] * 3    # stopped early, beams still promising
+    with pytest.raises(ValueError):
+        select(partial, 1.0, False)
