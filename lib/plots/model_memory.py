@@ -4,7 +4,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 MB = 1e6
-LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")
 
 
 def file_figure(types: list[str], bytes_: list[float], params: list[float], labels: dict) -> go.Figure:
@@ -27,7 +27,7 @@ def stack_figure(bars: list[str], parts: list[tuple[str, list[float]]], line: fl
     if line:
         fig.add_hline(y=line / MB, line_dash="dash", line_color="#d62728", annotation_text=labels["line"],
                       annotation_position="top left")
-    fig.update_layout(title=labels["title"], barmode="stack", yaxis_title="MB", height=420, legend=LEGEND)
+    fig.update_layout(title=labels["title"], barmode="stack", yaxis_title="MB", height=480, legend=LEGEND)
     return fig
 
 
@@ -44,5 +44,5 @@ def kv_figure(ctx: list[int], full: list[float], window: list[float], meas: dict
     fig.add_vline(x=chosen, line_dash="dot", line_color="grey")
     fig.update_xaxes(type="log", title_text=labels["x"])
     fig.update_yaxes(type="log", title_text=labels["y"])
-    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=480, legend=LEGEND)
     return fig
