@@ -164,6 +164,8 @@ def compare_variants(engine: Engine, prompts, pad_id: int) -> MaskComparison:
     variants = []
     for side in SIDES:
         for mode in POSITION_MODES:
+            if side == "right" and mode == "mask_shift":
+                continue        # right padding: column index = position already (same as "mask")
             batch = pad_batch(prompts, pad_id, side, mode)
             h = padded_hidden(engine, batch)                                 # (B, T, D)
             rows = [h[b][batch.valid[b]] for b in range(len(prompts))]      # (L_b, D) each

@@ -30,6 +30,8 @@ layer = page.state.select("layer", t("layer_label"), tuple(range(spec.n_layers))
                           format_func=lambda l: t("layer_fmt", l=l, theta=spec.rope_thetas[l]), container=c1)
 head = page.state.select("head", t("head_label"), tuple(range(spec.n_heads)), 0, container=c2)
 T = prompt.n_tokens
+if st.session_state.get("rope-shift.key", 0) > T - 1:   # a shorter prompt than before: keep the slider valid
+    st.session_state["rope-shift.key"] = T - 1
 key = page.state.number_slider("key", t("key_label", q=T - 1), 0, T - 1, min(1, T - 1), help=t("key_help"),
                                container=right)
 delta = page.state.select("delta", t("delta_label"), DELTAS, 256, help=t("delta_help"), container=right)
