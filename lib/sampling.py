@@ -131,12 +131,24 @@ def top_k_mask(logits: torch.Tensor, k: int) -> torch.Tensor:
 def top_p_mask(logits: torch.Tensor, p: float) -> torch.Tensor:
     """True for the smallest set of most likely tokens whose total probability reaches p.
 
-    Written the way transformers' TopPLogitsWarper computes it, so the masks are bit-identical:
+    Written the way transformers' TopPLogitsWarper computes it, so the masks are identical:
     sort ascending, cumulative probability from the *least* likely token up; a token is removed
     while the mass of itself and everything less likely is <= 1 - p. In exact arithmetic that
     is "keep a token if the mass of the tokens more likely than it is still < p": the token
-    that crosses p is included and the set is minimal. The most likely token is always kept."""
-    sorted_logits, order = torch.sort(logits.float(), dim=-1, descending=False)    # (..., V)
+    that crosses p is included and the set is minimal. The most likely token is always kept.
+
+    Speed: when an earlier filter (top-k) left only a few finite logits in a 1-D input, only
+    those are sorted; the removed (-inf) tokens have probability 0 and add nothing to the sums."""
+    x = logits.float()
+    if x.dim() == 1:
+        finite = torch.isfinite(x)
+        n_finite = int(finite.sum())
+        if 0 < n_finite < x.shape[-1] // 2:
+            idx = torch.nonzero(finite).flatten()                                  # (n,)
+            out = torch.zeros_like(finite)
+            out[idx] = top_p_mask(x[idx], p)
+            return out
+    sorted_logits, order = torch.sort(x, dim=-1, descending=False)                # (..., V)
     cum = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)                      # (..., V)
     remove_sorted = cum <= (1 - p)
     remove_sorted[..., -1] = False

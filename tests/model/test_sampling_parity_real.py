@@ -56,6 +56,10 @@ def test_sequence_bias_identical_to_transformers(real_model, real_logits):
 
 def test_whole_chain_identical_to_transformers(real_logits):
     x = real_logits[PROMPTS[1]]
+    for k in (5, 50, 2000):                    # top-p after top-k sorts only the finite logits
+        kept = sampling.keep_only(x, sampling.top_k_mask(x, k))
+        for p in (0.3, 0.9, 0.99):
+            assert torch.equal(sampling.top_p_mask(kept, p), torch.isfinite(hf(TopPLogitsWarper(p), kept)))
     for cfg in (sampling.SamplingConfig(0.8, top_k=50, top_p=0.9, min_p=0.05, bias=((9079, -math.inf), (506, 1.5))),
                 sampling.SamplingConfig(1.3, top_p=0.95), sampling.SamplingConfig(0.5, top_k=5)):
         assert sampling_reference.pipeline_max_diff(x, cfg) <= 1e-7

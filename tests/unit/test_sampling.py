@@ -30,6 +30,14 @@ def test_top_p_keeps_the_smallest_set_reaching_p(p, expected):
     assert kept(s.top_p_mask(LOGITS, p)) == expected
 
 
+def test_top_p_after_top_k_equals_the_full_computation():
+    g = torch.Generator().manual_seed(5)
+    for _ in range(20):
+        x = torch.randn(40, generator=g) * 3
+        kept = s.keep_only(x, s.top_k_mask(x, 6))                 # 6 finite of 40: the subset path
+        assert ref.top_p_mismatches(kept, [0.2, 0.5, 0.9, 0.99, 1.0]) == 0
+
+
 def test_top_p_keeps_the_top_token_even_for_tiny_p():
     assert kept(s.top_p_mask(LOGITS, 1e-9)) == [1]
 
