@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+LEGEND = dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left")  # below the plot: titles stay readable
 
 
 def mass_heatmap(per_head: np.ndarray, layer_names: list[str], labels: dict[str, str]) -> go.Figure:
@@ -44,5 +44,5 @@ def curves_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], window: int,
                   annotation_position="top left")
     fig.update_xaxes(title_text=labels["x"])
     fig.update_yaxes(title_text=labels["y"], type="log" if log_y else "linear")
-    fig.update_layout(title=labels["title"], height=440, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=480, legend=LEGEND)
     return fig

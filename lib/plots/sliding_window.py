@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+LEGEND = dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left")  # below the plot: titles stay readable
 
 
 def visibility_figure(maps: dict[str, np.ndarray], layer_names: list[str], labels: dict[str, str]) -> go.Figure:
@@ -31,7 +31,7 @@ def bytes_figure(lengths, series: dict[str, list[int]], labels: dict[str, str]) 
                         hovertemplate="%{x:,} tokens: %{y:,.2f} MiB<extra>" + name + "</extra>")
     fig.update_xaxes(type="log", title_text=labels["x"])
     fig.update_yaxes(type="log", title_text=labels["y"])
-    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=460, legend=LEGEND)
     return fig
 
 
@@ -48,5 +48,5 @@ def fact_figure(distances, series: dict[str, list[float]], control: float, marks
         fig.add_vline(x=x, line_dash="dash", line_color="#c44", annotation_text=text, annotation_position="top")
     fig.update_xaxes(title_text=labels["x"])
     fig.update_yaxes(type="log", title_text=labels["y"])
-    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=460, legend=LEGEND)
     return fig
