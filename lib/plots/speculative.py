@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # under the plot: long titles stay readable
 
 
 def bars_figure(categories: list[str], series: dict[str, list[float]], title: str, y_label: str,
-                colors: dict[str, str] | None = None, height: int = 380) -> go.Figure:
+                colors: dict[str, str] | None = None, height: int = 440) -> go.Figure:
     """Grouped bars: one bar per series for every category (token, position, ...)."""
     fig = go.Figure()
     for name, ys in series.items():
@@ -38,7 +38,7 @@ def block_figure(positions: list[str], p: list[float], q: list[float], accept: l
     fig.add_scatter(x=positions, y=accept, name=labels["accept"], mode="markers+text", text=outcome,
                     textposition="top center", marker=dict(size=12, symbol="diamond", color="#e6550d"))
     fig.update_yaxes(title_text=labels["y"], range=[0, 1.18])
-    fig.update_layout(title=labels["title"], barmode="group", height=380, legend=LEGEND)
+    fig.update_layout(title=labels["title"], barmode="group", height=440, legend=LEGEND)
     return fig
 
 
@@ -57,5 +57,5 @@ def speed_figure(gammas: list[int], lines: dict[str, list[float]], points: dict[
         fig.add_hline(y=y_ref, line_dash="dash", line_color="grey")
     fig.update_xaxes(title_text=labels["x"], dtick=1)
     fig.update_yaxes(title_text=labels["y"], rangemode="tozero")
-    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=440, legend=LEGEND)
     return fig
