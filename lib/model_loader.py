@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from lib import bundled_model
+from lib import bundled_model, engine_weights
 from lib.engine import Engine
 from lib.model_spec import SUPPORTED_MODEL_TYPES, ModelSpec, spec_from_config
 
@@ -76,7 +76,7 @@ def load(source: str = BUNDLED, device: str = "cpu", dtype: torch.dtype = torch.
     if source == BUNDLED:
         folder = bundled_model.prepare(progress)
         timings["prepare_s"] = time.perf_counter() - t0
-        name, local_only = "Gemma 3 270M (Q4_K_M GGUF, dequantized)", True
+        return _load_bundled(folder, device, dtype, t0, timings)
     else:
         folder, name = _check_other(source), source
         local_only = Path(folder).exists() or not _hub_reachable()
@@ -107,6 +107,26 @@ def _hub_reachable(host: str = "huggingface.co", timeout_s: float = 3.0) -> bool
             return True
     except OSError:
         return False
+
+
+def _load_bundled(folder: Path, device: str, dtype: torch.dtype, t0: float, timings: dict) -> LoadedModel:
+    """The bundled model without building a transformers model: config + tokenizer +
+    engine.safetensors memory-mapped (zero-copy on the CPU in float32)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    t1 = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        tok = pool.submit(AutoTokenizer.from_pretrained, str(folder), local_files_only=True)
+        cfg = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+        spec = spec_from_config(cfg)
+        weights = engine_weights.load(folder / engine_weights.FILE, spec.n_layers)
+        weights = engine_weights.to(weights, device, dtype)
+        tokenizer = tok.result()
+    timings["load_s"] = time.perf_counter() - t1
+    engine = Engine(spec, weights)
+    engine.key = f"{BUNDLED}|{device}|{dtype}"
+    return LoadedModel(BUNDLED, "Gemma 3 270M (Q4_K_M GGUF, dequantized)", spec, engine, tokenizer, device,
+                       dtype, cfg.to_dict(), folder, time.perf_counter() - t0, timings)
 
 
 def _check_other(source: str) -> str:
