@@ -1,7 +1,8 @@
 """The map of the app: every concept page, its stable URL slug and its group.
 
-Slugs are part of the product (teachers share links): never rename one. A concept whose
-page file does not exist yet is listed on the home page but not registered."""
+Slugs are part of the product (teachers share links): never rename one. Each page file is
+named exactly like its slug (see lib/ui/boot.py). A concept whose page file does not exist
+yet is listed on the home page but not registered."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ class Concept:
 
     @property
     def page_file(self) -> Path:
-        return PAGES_DIR / f"{self.slug.replace('-', '_')}.py"
+        return PAGES_DIR / f"{self.slug}.py"
 
     @property
     def exists(self) -> bool:

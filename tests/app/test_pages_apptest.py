@@ -17,7 +17,7 @@ def open_page(slug: str | None, params: dict | None = None) -> AppTest:
         at.query_params[k] = v
     at.run()
     if slug:
-        at.switch_page(f"pages/{slug.replace('-', '_')}.py")
+        at.switch_page(f"pages/{slug}.py")
         at.run()
     return at
 
