@@ -1,0 +1,177 @@
+"""Beam search length normalization (CONCEPTS.md §5): widgets and layout only; numbers from lib/."""
+import numpy as np
+import streamlit as st
+
+from lib import beam_rerank, beam_search, generate, runtime
+from lib.beam_search_hf import search_with_parity
+from lib.checks import CheckResult
+from lib.plots import beam_search as plots
+from lib.sampling import SamplingConfig
+from lib.stop_tokens import STOP_KINDS, end_token_ids
+from lib.tokens import token_texts
+from lib.ui.page import ConceptPage
+
+SWEEP = np.round(np.linspace(-1.0, 3.0, 81), 3)   # the alpha axis of the re-ranking figure
+PARITY_ALPHAS = (-1.0, 0.0, 0.5, 1.0, 2.0)         # transformers replayed at these alphas ...
+PARITY_MODES = (False, True)                       # ... with and without early stopping
+ES_OPTIONS = ("false", "true", "never")
+ES_VALUE = {"false": False, "true": True, "never": "never"}
+PRESETS = {  # name -> (prompt, stop kinds, max new tokens); texts are model inputs, never translated
+    "france": ("The capital of France is", ("sentence",), 16),
+    "qa": ("Q: What is the capital of France?\nA:", ("newline",), 20),
+    "language": ("The best way to learn a new language is", ("sentence",), 16),
+    "weather": ("The weather today is", ("sentence",), 20),
+    "ibukota": ("Ibu kota Indonesia adalah", ("sentence",), 20),
+}
+SHOWN_LINES = 8
+
+page = ConceptPage("beam-search")
+t = page.t
+m = page.model()
+
+
+def _use_preset():
+    name = st.session_state.get("beam-search.preset_choice")
+    if name in PRESETS:
+        text, kinds, n = PRESETS[name]
+        st.session_state["preset_prompt"] = text
+        st.session_state[page.state._key("stop")] = list(kinds)
+        st.session_state[page.state._key("n")] = n
+        st.session_state["beam-search.preset_choice"] = None
+
+
+# ---- controls ----------------------------------------------------------------------------
+page.section("controls")
+left, right = st.columns([3, 2])
+left.selectbox(t("preset_label"), (None,) + tuple(PRESETS), key="beam-search.preset_choice",
+               format_func=lambda k: t("preset_none") if k is None else t(f"preset_{k}"), on_change=_use_preset)
+prompt = page.prompt(default=PRESETS["france"][0], max_tokens=64, container=left)
+stops = page.state.multiselect("stop", t("stop_label"), STOP_KINDS, ("sentence",),
+                               format_func=lambda k: t(f"stop_{k}"), help=t("stop_help"), container=left)
+c1, c2 = right.columns(2)
+num_beams = page.state.number_slider("beams", t("beams_label"), 1, 6, 4, container=c1)
+n_new = page.state.number_slider("n", t("n_label"), 4, 24, 16, container=c2)
+alpha = page.state.number_slider("alpha", t("alpha_label"), -1.0, 3.0, 1.0, step=0.05,
+                                 help=t("alpha_help"), container=right)
+es_key = page.state.select("es", t("es_label"), ES_OPTIONS, "false", format_func=lambda k: t(f"es_{k}"),
+                           help=t("es_help"), horizontal=True, radio=True, container=right)
+early_stopping = ES_VALUE[es_key]
+c3, c4 = right.columns(2)
+T = page.state.number_slider("T", t("t_label"), 0.1, 2.0, 1.0, step=0.1, container=c3)
+seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, container=c4)
+
+ends = end_token_ids(m.tokenizer, m.spec.eos_ids, stops)
+st.caption(t("ends_caption", ids=", ".join(f"{i} ({s})" for i, s in zip(ends, token_texts(m.tokenizer, ends)))))
+
+# ---- the model call: one search to max_new_tokens (cached), then everything is re-ranking --
+st.info(t("long_note"), icon="⏳")
+with st.spinner(t("running", b=num_beams, n=n_new)):
+    rec, parity = runtime.cached(search_with_parity)(m.engine, prompt.ids, num_beams, n_new, ends,
+                                                      PARITY_ALPHAS, PARITY_MODES)
+sel = beam_search.select(rec, alpha, early_stopping)
+sweep = beam_rerank.sweep(rec, SWEEP, early_stopping)
+hyps = rec.hypotheses
+texts = [m.tokenizer.decode(list(h.tokens)) for h in hyps]
+short = [f"#{i + 1} “{(s[:28] + '…') if len(s) > 29 else s}”".replace("\n", "⏎") for i, s in enumerate(texts)]
+winner_text = texts[sel.best]
+
+st.subheader(t("result_title", a=alpha))
+st.markdown(t("result_line", text=winner_text.replace("\n", "⏎"), L=hyps[sel.best].length,
+              S=hyps[sel.best].sum_logprob, score=sel.score, stop=sel.stop_step + 1))
+for f in sweep.flips:
+    st.caption(t("flip_line", a=f.alpha, before=short[f.before], after=short[f.after]))
+if not sweep.flips:
+    st.caption(t("no_flip"))
+
+# ---- the beam tree -------------------------------------------------------------------------
+cand_tokens = token_texts(m.tokenizer, [c.token for c in rec.candidates])
+node_scores = {h.node: s for h, s in zip(hyps, sel.scores)}
+tree_labels = {k: t(f"tree_{k}") for k in ("title", "x", "winner", "prompt", "after_stop", "hover", "hover_score")}
+tree_labels.update({f"fate_{k}": t(f"fate_{k}") for k in ("kept", "finished", "cut", "pruned")})
+tree_labels["title"] = t("tree_title", b=num_beams, K=len(rec.candidates) // max(rec.n_steps, 1))
+fig = plots.tree_figure(rec, cand_tokens, node_scores, sel.best, sel.stop_step, tree_labels)
+page.figure(fig, "beam_tree", {
+    "step": [c.step + 1 for c in rec.candidates], "rank": [c.rank + 1 for c in rec.candidates],
+    "parent": [c.parent for c in rec.candidates], "token_id": [c.token for c in rec.candidates],
+    "token": cand_tokens, "logprob": [c.logprob for c in rec.candidates],
+    "cum_logprob": [c.cum_logprob for c in rec.candidates], "fate": [c.fate for c in rec.candidates]},
+    caption=t("tree_caption"))
+
+# ---- finished hypotheses, re-ranked at alpha -----------------------------------------------
+st.subheader(t("table_title", a=alpha))
+pv = beam_rerank.probability_view(rec, alpha)
+order = sorted(range(len(hyps)), key=lambda i: -sel.scores[i])
+cols = {k: t(f"col_{k}") for k in ("rank", "text", "L", "S", "p", "score", "step", "end", "status")}
+rows = []
+for r, i in enumerate(order, 1):
+    h = hyps[i]
+    status = (t("status_winner") if i == sel.best else t("status_pool") if i in sel.pool
+              else t("status_late") if h.step > sel.stop_step else t("status_out"))
+    rows.append({cols["rank"]: r, cols["text"]: texts[i].replace("\n", "⏎"), cols["L"]: h.length,
+                 cols["S"]: round(h.sum_logprob, 4), cols["p"]: f"{pv.seq_prob[i]:.2e}",
+                 cols["score"]: round(sel.scores[i], 4), cols["step"]: h.step + 1,
+                 cols["end"]: t("end_cut") if h.by_length else t("end_token"), cols["status"]: status})
+st.dataframe(rows, hide_index=True, width="stretch")
+st.caption(t("table_caption", L=t("length_rule")))
+
+# ---- score against alpha ---------------------------------------------------------------------
+ever = list(dict.fromkeys(int(w) for w in sweep.winners))
+best_at = np.argsort(-sweep.scores.max(axis=1))
+show = (ever + [int(i) for i in best_at if int(i) not in ever])[:SHOWN_LINES]
+fig = plots.score_vs_alpha_figure(SWEEP, sweep.scores, short, sweep.winners, show, alpha, sweep.flips,
+                                  {k: t(f"sweep_{k}") for k in ("title", "x", "y", "flip", "now")})
+page.figure(fig, "score_vs_alpha", {"alpha": SWEEP.tolist(), "winner": [short[int(w)] for w in sweep.winners],
+                                    **{short[h]: sweep.scores[h].tolist() for h in show}},
+            caption=t("sweep_caption"))
+
+# ---- not a probability ---------------------------------------------------------------------
+st.subheader(t("prob_title"))
+fig = plots.probability_figure([short[i] for i in order], pv.seq_prob[order], pv.exp_score[order],
+                               {"title": t("prob_fig_title", a=alpha), "p": t("prob_p"), "q": t("prob_q", a=alpha),
+                                "y": t("prob_y")})
+page.figure(fig, "probability_vs_score", {"hypothesis": [short[i] for i in order],
+                                          "sequence_prob": pv.seq_prob[order].tolist(),
+                                          "exp_score": pv.exp_score[order].tolist()})
+st.markdown(t("prob_line", n=len(hyps), P=pv.total_prob, Q=pv.total_exp_score, a=alpha))
+
+# ---- greedy and sampling on the same prompt -------------------------------------------------
+st.subheader(t("compare_title"))
+with st.spinner(t("running_compare", n=n_new)):
+    greedy = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(0.0), 0, n_new, ends)
+    sampled = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(T), seed, n_new, ends)
+cmp_rows = []
+for name, toks, S in ((t("cmp_beam", b=num_beams, a=alpha), hyps[sel.best].tokens, hyps[sel.best].sum_logprob),
+                      (t("cmp_greedy"), tuple(s.token for s in greedy), beam_rerank.steps_logprob(greedy)),
+                      (t("cmp_sampled", T=T, seed=seed), tuple(s.token for s in sampled),
+                       beam_rerank.steps_logprob(sampled))):
+    cmp_rows.append({t("col_method"): name, cols["text"]: m.tokenizer.decode(list(toks)).replace("\n", "⏎"),
+                     cols["L"]: len(toks), cols["S"]: round(S, 4),
+                     cols["score"]: round(beam_search.normalized_score(S, len(toks), alpha), 4)})
+st.dataframe(cmp_rows, hide_index=True, width="stretch")
+st.caption(t("compare_caption"))
+
+page.notice()
+
+# ---- live checks -------------------------------------------------------------------------
+same = sum(p.same for p in parity)
+ex = next(p for p in parity if p.alpha == 1.0 and p.early_stopping is False)
+winners = tuple(dict.fromkeys(hyps[int(w)].tokens for w in sweep.winners))
+with st.spinner(t("running_rescore", k=len(winners))):
+    rescored = runtime.cached(beam_search.sequence_logprobs)(m.engine, prompt.ids, winners)
+by_tokens = {h.tokens: h.sum_logprob for h in hyps}
+worst = max(abs(by_tokens[w] - s) for w, s in zip(winners, rescored))
+flip_ok, flip_detail = beam_rerank.flips_explained(sweep)
+page.checks([
+    CheckResult(t("check_parity", n=len(parity)), same == len(parity),
+                t("check_parity_detail", same=same, n=len(parity), a=ex.alpha, ours=ex.ours[1], theirs=ex.theirs[1],
+                  L=len(ex.theirs[0]))),
+    CheckResult(t("check_rescore", k=len(winners)), worst <= 1e-3, t("check_rescore_detail", d=worst)),
+    CheckResult(t("check_prob"), pv.total_prob <= 1.0 + 1e-9,
+                t("check_prob_detail", n=len(hyps), P=pv.total_prob, Q=pv.total_exp_score, a=alpha)),
+    CheckResult(t("check_flips"), flip_ok,
+                t("check_flips_detail", n=len(sweep.flips), detail=flip_detail or "–")),
+])
+page.try_this()
+page.code(beam_search.beam_search, beam_search.select, beam_search.FinishedPool, beam_rerank.crossing_alpha)
+page.sources()
+page.finish()
