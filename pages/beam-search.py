@@ -72,21 +72,23 @@ sel = beam_search.select(rec, alpha, early_stopping)
 sweep = beam_rerank.sweep(rec, SWEEP, early_stopping)
 hyps = rec.hypotheses
 texts = [m.tokenizer.decode(list(h.tokens)) for h in hyps]
-short = [f"#{i + 1} “{(s[:28] + '…') if len(s) > 29 else s}”".replace("\n", "⏎") for i, s in enumerate(texts)]
-winner_text = texts[sel.best]
+shown = [s.replace("\n", "⏎") for s in texts]
+short = [f"#{i + 1} L={h.length} “{s if len(s) <= 30 else s[:12] + '…' + s[-16:]}”"
+         for i, (h, s) in enumerate(zip(hyps, shown))]
 
 st.subheader(t("result_title", a=alpha))
-st.markdown(t("result_line", text=winner_text.replace("\n", "⏎"), L=hyps[sel.best].length,
+st.markdown(t("result_line", text=shown[sel.best], L=hyps[sel.best].length,
               S=hyps[sel.best].sum_logprob, score=sel.score, stop=sel.stop_step + 1))
 for f in sweep.flips:
-    st.caption(t("flip_line", a=f.alpha, before=short[f.before], after=short[f.after]))
+    st.caption(t("flip_line", a=f.alpha, before=f"#{f.before + 1} “{shown[f.before]}”",
+                 after=f"#{f.after + 1} “{shown[f.after]}”"))
 if not sweep.flips:
     st.caption(t("no_flip"))
 
 # ---- the beam tree -------------------------------------------------------------------------
 cand_tokens = token_texts(m.tokenizer, [c.token for c in rec.candidates])
 node_scores = {h.node: s for h, s in zip(hyps, sel.scores)}
-tree_labels = {k: t(f"tree_{k}") for k in ("title", "x", "winner", "prompt", "after_stop", "hover", "hover_score")}
+tree_labels = {k: t(f"tree_{k}") for k in ("title", "x", "y", "winner", "prompt", "after_stop", "hover", "hover_score")}
 tree_labels.update({f"fate_{k}": t(f"fate_{k}") for k in ("kept", "finished", "cut", "pruned")})
 tree_labels["title"] = t("tree_title", b=num_beams, K=len(rec.candidates) // max(rec.n_steps, 1))
 fig = plots.tree_figure(rec, cand_tokens, node_scores, sel.best, sel.stop_step, tree_labels)
@@ -107,10 +109,10 @@ for r, i in enumerate(order, 1):
     h = hyps[i]
     status = (t("status_winner") if i == sel.best else t("status_pool") if i in sel.pool
               else t("status_late") if h.step > sel.stop_step else t("status_out"))
-    rows.append({cols["rank"]: r, cols["text"]: texts[i].replace("\n", "⏎"), cols["L"]: h.length,
-                 cols["S"]: round(h.sum_logprob, 4), cols["p"]: f"{pv.seq_prob[i]:.2e}",
-                 cols["score"]: round(sel.scores[i], 4), cols["step"]: h.step + 1,
-                 cols["end"]: t("end_cut") if h.by_length else t("end_token"), cols["status"]: status})
+    rows.append({cols["rank"]: r, cols["status"]: status, cols["text"]: f"#{i + 1} “{shown[i]}”",
+                 cols["L"]: h.length, cols["S"]: round(h.sum_logprob, 4), cols["score"]: round(sel.scores[i], 4),
+                 cols["p"]: f"{pv.seq_prob[i]:.2e}", cols["step"]: h.step + 1,
+                 cols["end"]: t("end_cut") if h.by_length else t("end_token")})
 st.dataframe(rows, hide_index=True, width="stretch")
 st.caption(t("table_caption", L=t("length_rule")))
 

@@ -9,23 +9,6 @@ from lib.beam_search import FINISHED, KEPT, BeamRecord
 COLORS = {KEPT: "#1f77b4", FINISHED: "#2ca02c", "cut": "#ff7f0e", "pruned": "#b0b0b0", "win": "#d62728"}
 
 
-def tree_layout(record: BeamRecord) -> np.ndarray:
-    """y coordinate of every candidate: at each step the candidates are ordered by
-    (parent's y, rank) and spread evenly, so edges never cross. Root (the prompt) is y = 0."""
-    y = np.zeros(len(record.candidates))
-    by_step: dict[int, list[int]] = {}
-    for i, c in enumerate(record.candidates):
-        by_step.setdefault(c.step, []).append(i)
-    for step in sorted(by_step):
-        idx = by_step[step]
-        order = sorted(idx, key=lambda i: (0.0 if record.candidates[i].parent < 0 else
-                                           y[record.candidates[i].parent], record.candidates[i].rank))
-        n = len(order)
-        for j, i in enumerate(order):
-            y[i] = (n - 1) / 2 - j
-    return y
-
-
 def winner_path(record: BeamRecord, hyp_index: int) -> set[int]:
     node, path = record.hypotheses[hyp_index].node, set()
     while node >= 0:
@@ -36,10 +19,11 @@ def winner_path(record: BeamRecord, hyp_index: int) -> set[int]:
 
 def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, float], winner: int,
                 stop_step: int, labels: dict[str, str]) -> go.Figure:
-    """Beam tree: x = generated token number, nodes = candidates. Kept beams blue, finished
-    hypotheses green (orange if cut at max_new_tokens), pruned grey; the winner's path red.
-    `scores` maps candidate index -> normalized score for finished ones (hover)."""
-    y = tree_layout(record)
+    """Beam tree: x = generated token number, y = the candidate's rank by Σ log p at its step
+    (best on top). Kept beams blue, finished hypotheses green (orange if cut at
+    max_new_tokens), pruned grey; the winner's path red. `scores` maps candidate index ->
+    normalized score for finished ones (hover)."""
+    y = np.array([-float(c.rank) for c in record.candidates])   # root (the prompt) at y = 0
     win = winner_path(record, winner)
     fig = go.Figure()
     ex, ey, wx, wy = [], [], [], []
@@ -80,28 +64,33 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
             marker=dict(size=st["size"], symbol=st["symbol"], color=COLORS[key], opacity=st["opacity"],
                         line=dict(width=[2 if i in win else 0 for i in idx], color=COLORS["win"])),
             hovertext=hover, hoverinfo="text")
-    fig.add_scatter(x=[0], y=[0], mode="markers+text", text=[labels["prompt"]], textposition="middle left",
+    fig.add_scatter(x=[0], y=[0], mode="markers+text", text=[labels["prompt"]], textposition="bottom center",
                     marker=dict(size=12, color="black", symbol="diamond"), hoverinfo="skip", showlegend=False)
     if stop_step < record.n_steps - 1:
         fig.add_vrect(x0=stop_step + 1.5, x1=record.n_steps + 0.5, fillcolor="grey", opacity=0.12, line_width=0,
                       annotation_text=labels["after_stop"], annotation_position="top left")
     fig.update_xaxes(title_text=labels["x"], dtick=1, range=[-1.2, record.n_steps + 0.7])
-    fig.update_yaxes(visible=False)
-    fig.update_layout(title=labels["title"], height=620, hovermode="closest",
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    K = max((c.rank for c in record.candidates), default=0) + 1
+    fig.update_yaxes(title_text=labels["y"], tickvals=[-r for r in range(K)], ticktext=[str(r + 1) for r in range(K)],
+                     range=[-K + 0.4, 0.8])
+    fig.update_layout(title=labels["title"], height=max(420, 24 * K + 160), hovermode="closest",
+                      legend=dict(orientation="h", y=-0.12, yanchor="top", x=0, xanchor="left"))
     return fig
 
 
 def score_vs_alpha_figure(alphas, lines: np.ndarray, names: list[str], winners: np.ndarray, show: list[int],
                           alpha_now: float, flips, labels: dict[str, str]) -> go.Figure:
-    """Each shown hypothesis' score S / L^alpha; the winning stretch of each drawn thick."""
+    """Each shown hypothesis' score S / L^alpha, drawn as -score on a reversed log axis (higher
+    = better): log(-S / L^alpha) = log(-S) - alpha log L is a straight line of slope -log L,
+    so lines of different lengths cross once. The winning stretch of each line is thick."""
     fig = go.Figure()
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
     for j, h in enumerate(show):
         color = palette[j % len(palette)]
-        fig.add_scatter(x=alphas, y=lines[h], mode="lines", name=names[h], line=dict(color=color, width=1.5),
-                        legendgroup=str(h), hovertemplate="α=%{x:.2f}<br>score=%{y:.4f}<extra>" + names[h] + "</extra>")
-        wins = np.where(winners == h, lines[h], np.nan)
+        fig.add_scatter(x=alphas, y=-lines[h], customdata=lines[h], mode="lines", name=names[h],
+                        line=dict(color=color, width=1.5), legendgroup=str(h),
+                        hovertemplate="α=%{x:.2f}<br>score=%{customdata:.4f}<extra>" + names[h] + "</extra>")
+        wins = np.where(winners == h, -lines[h], np.nan)
         if np.isfinite(wins).any():
             fig.add_scatter(x=alphas, y=wins, mode="lines", line=dict(color=color, width=6), opacity=0.5,
                             legendgroup=str(h), showlegend=False, hoverinfo="skip")
@@ -111,8 +100,8 @@ def score_vs_alpha_figure(alphas, lines: np.ndarray, names: list[str], winners: 
     fig.add_vline(x=alpha_now, line_color=COLORS["win"], line_width=2,
                   annotation_text=labels["now"].format(a=alpha_now), annotation_position="top left")
     fig.update_xaxes(title_text=labels["x"])
-    fig.update_yaxes(title_text=labels["y"])
-    fig.update_layout(title=labels["title"], height=460,
+    fig.update_yaxes(title_text=labels["y"], type="log", autorange="reversed")
+    fig.update_layout(title=labels["title"], height=520,
                       legend=dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left"))
     return fig
 
