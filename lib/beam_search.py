@@ -131,8 +131,9 @@ def beam_search(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int,
 
     Stops where transformers would for (length_penalty, early_stopping), or only at
     max_new_tokens with run_to_max=True (then `select` answers for every alpha).
-    `logits_table`, if given, receives every logits row the model produced, keyed by the
-    generated tokens it followed: {(): prefill row (V,), (t1,): ..., (t1, t2): ...}."""
+    `on_step(step)` is called after every step (progress). `logits_table`, if given, receives
+    every logits row the model produced, keyed by the generated tokens it followed:
+    {(): prefill row (V,), (t1,): ..., (t1, t2): ...}."""
     if num_beams < 1 or max_new_tokens < 1:
         raise ValueError("num_beams and max_new_tokens must be >= 1")
     ends = tuple(sorted(set(int(e) for e in eos_ids)))
