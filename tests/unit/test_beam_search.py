@@ -21,11 +21,17 @@ MAX_NEW = 10
 
 @pytest.fixture(scope="module")
 def tiny():
+    """Tiny model + our engine on it. One intra-op thread while this module runs: the tiny
+    matmuls gain nothing from a second thread, and on a busy 2-core machine the OpenMP
+    hand-off costs ~20x the CPU time."""
     from lib.engine import Engine
     from lib.model_spec import spec_from_config
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     hf = tiny_gemma3(0)
-    return hf, Engine(spec_from_config(hf.config), hf)
+    yield hf, Engine(spec_from_config(hf.config), hf)
+    torch.set_num_threads(threads)
 
 
 def hf_generate(hf, prompt, num_beams, alpha, early_stopping, eos):
