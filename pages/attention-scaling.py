@@ -23,9 +23,7 @@ page.section("controls")
 left, right = st.columns([3, 2])
 prompt = page.prompt(default=DEFAULT_PROMPT, max_tokens=64, container=left)
 c1, c2 = right.columns(2)
-layer = page.state.select("layer", t("layer_label"), tuple(range(spec.n_layers)), min(3, spec.n_layers - 1),
-                          format_func=lambda l: t("layer_fmt", l=l, kind=t("kind_global") if spec.windows[l] is None
-                                                  else t("kind_local")), container=c1)
+layer = page.layer_select(container=c1)
 head = page.state.select("head", t("head_label"), tuple(range(spec.n_heads)), 0, container=c2)
 x = page.state.number_slider("s", t("scale_label"), SCALE_LOG2[0], SCALE_LOG2[-1], 0, step=1,
                              help=t("scale_help"), container=right)

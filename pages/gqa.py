@@ -20,9 +20,7 @@ spec = m.spec
 page.section("controls")
 left, right = st.columns([3, 2])
 prompt = page.prompt(default=DEFAULT_PROMPT, max_tokens=64, container=left)
-layer = page.state.select("layer", t("layer_label"), tuple(range(spec.n_layers)), min(3, spec.n_layers - 1),
-                          format_func=lambda l: t("layer_fmt", l=l, kind=t("kind_global") if spec.windows[l] is None
-                                                  else t("kind_local")), container=right)
+layer = page.layer_select(container=right)
 dtype = page.state.select("dtype", t("dtype_label"), tuple(DTYPES), "fp32", help=t("dtype_help"), container=right)
 right.caption(t("config_caption", H=spec.n_heads, Hkv=spec.n_kv_heads, G=spec.group_size, d=spec.head_dim,
                 L=spec.n_layers))

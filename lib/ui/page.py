@@ -69,6 +69,18 @@ class ConceptPage:
             self.notes.append(self.c("note_truncated", n=prompt.truncated_from, cap=max_tokens))
         return prompt
 
+    def layer_select(self, default: int = 3, container=st) -> int:
+        """URL-bound layer picker (`layer`), each option labelled local (with its window,
+        read from the model) or global."""
+        spec = self.model().spec
+
+        def label(l):
+            w = spec.windows[l]
+            return self.c("layer_fmt", l=l, kind=self.c("kind_global") if w is None else self.c("kind_local", w=w))
+
+        return self.state.select("layer", self.c("layer_label"), tuple(range(spec.n_layers)),
+                                 min(default, spec.n_layers - 1), format_func=label, container=container)
+
     # ---- sections --------------------------------------------------------------------------
     def section(self, key: str) -> None:
         st.subheader(self.c(key))
