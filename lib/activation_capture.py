@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from lib.engine import Engine, linear
+from lib.engine import Engine
 from lib.engine_hooks import Recorder
 
 POINTS = ("mlp_act", "resid_out", "attn_in", "mlp_in")
@@ -83,9 +83,7 @@ def run_with_hooks(engine: Engine, ids: tuple[int, ...], hooks: dict) -> torch.T
 
 def head_logits(engine: Engine, hidden: torch.Tensor) -> torch.Tensor:
     """The LM head on final hidden states (T, D) -> logits (T, V), as the engine computes them."""
-    out = linear(hidden.to(engine.lm_head_t.device, engine.lm_head_t.dtype), engine.lm_head_t).float().cpu()
-    cap = engine.spec.final_softcap
-    return torch.tanh(out / cap) * cap if cap else out
+    return engine.head(hidden.to(engine.device, engine.dtype)).float().cpu()
 
 
 def compare(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, h_new: torch.Tensor,

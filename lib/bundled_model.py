@@ -35,7 +35,7 @@ from lib.model_spec import spec_from_config
 
 CACHE_ENV = "LLM_LAB_CACHE"
 MANIFEST = "MANIFEST.json"
-FORMAT_VERSION = 2  # bump when the folder layout or conversion changes
+FORMAT_VERSION = 4  # bump when the folder layout or conversion changes
 
 Progress = Callable[[float, str], None]  # (fraction 0..1, message)
 

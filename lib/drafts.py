@@ -37,12 +37,11 @@ def head_logits(engine: Engine, x: torch.Tensor, vocab_subset: torch.Tensor | No
     With a vocabulary subset only those columns are computed; every other token gets -inf."""
     spec = engine.spec
     h = rms_norm(x, engine.final_norm, spec.rms_eps, spec.norm_offset)
-    w = engine.lm_head_t if head_t is None else head_t                      # (D, V or Vs)
-    out = linear(h, w)
+    if head_t is None:
+        return engine.head(h)                                               # (..., V)
+    out = linear(h, head_t)                                                 # (..., Vs)
     if spec.final_softcap:
         out = torch.tanh(out / spec.final_softcap) * spec.final_softcap
-    if vocab_subset is None:
-        return out
     full = out.new_full((*out.shape[:-1], spec.vocab), float("-inf"))       # (..., V)
     full[..., vocab_subset] = out
     return full
@@ -77,7 +76,7 @@ class EngineDraft:
         self.engine = engine
         self.n_layers = n_layers or engine.spec.n_layers
         self.vocab_subset = None if vocab_subset is None else torch.as_tensor(sorted(set(vocab_subset)))
-        self.head_t = None if self.vocab_subset is None else engine.lm_head_t[:, self.vocab_subset].contiguous()
+        self.head_t = None if self.vocab_subset is None else engine.lm_head.columns(self.vocab_subset)
         self.name = name or (f"early exit k={self.n_layers}" if n_layers else "draft model")
         self.cache = None
         self.seconds = 0.0          # wall time spent in draft forwards

@@ -7,19 +7,20 @@ by the caller, so one Engine can serve many sessions and never changes after con
 Weight layout: every projection is kept as W^T, shape (in, out), contiguous, and applied as
 `x @ W^T`. For one decoding token this is a matrix-vector product that streams the weight
 once; on this CPU the (in, out) layout streams ~1.7x faster than transformers' (out, in)
-`F.linear` (the 262,144 x 640 LM head: ~34 ms vs ~58 ms). The token embedding is read from
-the same (640, 262,144) tensor as the tied LM head, so it is stored once.
+`F.linear`. The token embedding is read from the same (640, 262,144) matrix as the tied LM
+head, so it is stored once (lib/vocab_matrix.py, kept in column blocks for a faster LM head).
 
 One layer (Gemma 3; Llama-family skips the norms marked *):
 
     h = rmsnorm(x)                                   "attn_in"
-    q, k, v = h Wq, h Wk, h Wv  -> heads            (Qwen3/Gemma: rmsnorm on q and k)
+    q, k, v = h [Wq|Wk|Wv]  -> heads                (Qwen3/Gemma: rmsnorm on q and k)
     q, k = rope(q, pos), rope(k, pos)                "q", "k", "v"
     s = q k^T * scale  (+ mask)                      "scores"   (B, H, T, S)
     p = softmax(s)                                   "probs"
     a = (p v) Wo ; a = rmsnorm*(a)                   "attn_out"
     x = x + a                                        "resid_mid"
-    m = down(act(gate(rmsnorm(x))) * up(rmsnorm(x))) "mlp_in", "mlp_act"
+    g, u = rmsnorm(x) [Wgate|Wup]                    "mlp_in"
+    m = (act(g) * u) Wdown                           "mlp_act"
     x = x + rmsnorm*(m)                              "resid_out"
 
 Hooks: `hooks={name: fn(layer, tensor) -> tensor | None}` read (return None) or replace
@@ -89,9 +90,9 @@ class Engine:
                     params[name].data = torch.empty(0, dtype=params[name].dtype, device=params[name].device)
 
             w = from_named(spec, params.get, free)
-        self.embed_t, self.lm_head_t = w.embed_t, w.lm_head_t     # (D, V) each, usually one tensor
+        self.embed, self.lm_head = w.embed, w.lm_head            # E^T (D, V) each, usually one object
         self.final_norm, self.layers = w.final_norm, w.layers
-        self.device, self.dtype = w.embed_t.device, w.embed_t.dtype
+        self.device, self.dtype = w.embed.device, w.embed.dtype
         # sqrt(hidden) rounded to the weights' dtype, as transformers does
         self._embed_scale = torch.tensor(spec.embed_scale, dtype=self.dtype, device=self.device)
         self.inv_freq = [self._inv_freq(hf_model, l) for l in range(spec.n_layers)]
@@ -139,8 +140,7 @@ class Engine:
         else:
             cache.next_position = int(positions.max()) + 1
 
-        x = self.embed_t[:, ids].permute(1, 2, 0)                       # (B, T, D)
-        x = x * self._embed_scale
+        x = self.embed.embed(ids) * self._embed_scale                   # (B, T, D)
         x = self._hook(hooks, "embed", -1, x)
         rope = {}  # (theta, scaling) -> cos, sin, shared by layers of the same type
         for l, w in enumerate(self.layers):
@@ -153,10 +153,14 @@ class Engine:
         if logits == "none":
             return x
         x = x[:, -1:] if logits == "last" else x if logits == "all" else x[:, logits]
-        out = linear(x, self.lm_head_t)                               # (B, T', V)
-        if spec.final_softcap:
-            out = torch.tanh(out / spec.final_softcap) * spec.final_softcap
-        return out
+        return self.head(x)                                            # (B, T', V)
+
+    def head(self, x: torch.Tensor) -> torch.Tensor:
+        """The LM head on final (normed) hidden states: x (..., D) -> logits (..., V),
+        soft-capped where the model does it (Gemma 2)."""
+        out = self.lm_head.logits(x)
+        cap = self.spec.final_softcap
+        return torch.tanh(out / cap) * cap if cap else out
 
     # ---- internals -----------------------------------------------------------------------
     @staticmethod
@@ -170,10 +174,12 @@ class Engine:
     def _layer(self, l, w: LayerWeights, x, positions, cache: KVCache, cos_sin_, hooks):
         spec, eps, off = self.spec, self.spec.rms_eps, self.spec.norm_offset
         B, T, _ = x.shape
+        H, Hkv, d = spec.n_heads, spec.n_kv_heads, spec.head_dim
         h = self._hook(hooks, "attn_in", l, rms_norm(x, w.norm_attn_in, eps, off))
-        q = linear(h, w.wq, w.bq).view(B, T, spec.n_heads, spec.head_dim).transpose(1, 2)     # (B, H, T, d)
-        k = linear(h, w.wk, w.bk).view(B, T, spec.n_kv_heads, spec.head_dim).transpose(1, 2)  # (B, Hkv, T, d)
-        v = linear(h, w.wv, w.bv).view(B, T, spec.n_kv_heads, spec.head_dim).transpose(1, 2)  # (B, Hkv, T, d)
+        q, k, v = linear(h, w.w_qkv, w.b_qkv).split([H * d, Hkv * d, Hkv * d], dim=-1)   # one product
+        q = q.view(B, T, H, d).transpose(1, 2)                               # (B, H, T, d)
+        k = k.view(B, T, Hkv, d).transpose(1, 2)                             # (B, Hkv, T, d)
+        v = v.view(B, T, Hkv, d).transpose(1, 2)                             # (B, Hkv, T, d)
         if spec.qk_norm:
             q, k = rms_norm(q, w.norm_q, eps, off), rms_norm(k, w.norm_k, eps, off)
         q, k = apply_rope(q, *cos_sin_), apply_rope(k, *cos_sin_)
@@ -188,9 +194,9 @@ class Engine:
         x = self._hook(hooks, "resid_mid", l, x + a)
 
         h = self._hook(hooks, "mlp_in", l, rms_norm(x, w.norm_mlp_in, eps, off))
-        g = linear(h, w.w_gate)                                          # (B, T, I)
+        g, u = linear(h, w.w_gate_up).chunk(2, dim=-1)                  # (B, T, I) each, one product
         g = F.gelu(g, approximate="tanh") if spec.activation == "gelu_tanh" else F.silu(g)
-        act = self._hook(hooks, "mlp_act", l, g * linear(h, w.w_up))     # (B, T, I)
+        act = self._hook(hooks, "mlp_act", l, g * u)                     # (B, T, I)
         m = linear(act, w.w_down)                                        # (B, T, D)
         if spec.sandwich_norm:
             m = rms_norm(m, w.norm_mlp_out, eps, off)

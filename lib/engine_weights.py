@@ -1,8 +1,12 @@
 """The engine's weights in its own layout, built from transformers names, and a file for them.
 
 Layout: every projection is stored transposed, W^T with shape (in, out), contiguous, so that
-one decoding token streams it in the order this CPU reads fastest (see lib/engine.py). The
-tied embedding / LM head is stored once, as E^T (hidden, vocab).
+one decoding token streams it in the order this CPU reads fastest (see lib/engine.py).
+Projections that read the same input are concatenated along `out`: [Wq | Wk | Wv] is one
+(D, (H + 2 Hkv) d) matrix and [W_gate | W_up] one (D, 2 I) matrix, so a decoding step makes
+4 matrix products per layer instead of 7 (fewer calls, longer streams: ~5 ms less per token
+on this 2-core CPU). The tied embedding / LM head is stored once, as E^T (hidden, vocab) in
+column blocks (lib/vocab_matrix.py).
 
 The bundled model's folder keeps these tensors in `engine.safetensors`, which `load` maps
 into memory without copying: the weights then live in the operating system's page cache,
@@ -18,22 +22,19 @@ from typing import Callable
 import numpy as np
 import torch
 
+from lib.vocab_matrix import VocabMatrix
+
 FILE = "engine.safetensors"
 
 
 @dataclass
 class LayerWeights:
     """One layer's parameters; projections transposed to (in, out)."""
-    wq: torch.Tensor
-    wk: torch.Tensor
-    wv: torch.Tensor
-    wo: torch.Tensor
-    bq: torch.Tensor | None
-    bk: torch.Tensor | None
-    bv: torch.Tensor | None
-    w_gate: torch.Tensor
-    w_up: torch.Tensor
-    w_down: torch.Tensor
+    w_qkv: torch.Tensor              # (D, (H + 2 Hkv) d) = [Wq | Wk | Wv]
+    b_qkv: torch.Tensor | None       # ((H + 2 Hkv) d,) for models with q/k/v biases (Qwen2)
+    wo: torch.Tensor                 # (H d, D)
+    w_gate_up: torch.Tensor          # (D, 2 I) = [W_gate | W_up]
+    w_down: torch.Tensor             # (I, D)
     norm_attn_in: torch.Tensor
     norm_mlp_in: torch.Tensor
     norm_q: torch.Tensor | None = None
@@ -44,27 +45,27 @@ class LayerWeights:
 
 @dataclass
 class EngineWeights:
-    embed_t: torch.Tensor            # (D, V)
-    lm_head_t: torch.Tensor          # (D, V); the same tensor as embed_t when tied
+    embed: VocabMatrix               # E^T (D, V)
+    lm_head: VocabMatrix             # (D, V); the same object as embed when tied
     final_norm: torch.Tensor         # (D,)
     layers: list[LayerWeights]
 
 
-# transformers parameter names (per layer) for each LayerWeights field; "T" = transpose it
+# transformers parameter names (per layer) for each LayerWeights field; "T" = transpose it.
+# A field with several names is their concatenation along the output axis.
 _LAYER = {
-    "wq": ("self_attn.q_proj.weight", "T"), "wk": ("self_attn.k_proj.weight", "T"),
-    "wv": ("self_attn.v_proj.weight", "T"), "wo": ("self_attn.o_proj.weight", "T"),
-    "bq": ("self_attn.q_proj.bias", ""), "bk": ("self_attn.k_proj.bias", ""),
-    "bv": ("self_attn.v_proj.bias", ""),
-    "w_gate": ("mlp.gate_proj.weight", "T"), "w_up": ("mlp.up_proj.weight", "T"),
-    "w_down": ("mlp.down_proj.weight", "T"),
-    "norm_attn_in": ("input_layernorm.weight", ""),
-    "norm_q": ("self_attn.q_norm.weight", ""), "norm_k": ("self_attn.k_norm.weight", ""),
+    "w_qkv": (("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"), "T"),
+    "b_qkv": (("self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"), ""),
+    "wo": (("self_attn.o_proj.weight",), "T"),
+    "w_gate_up": (("mlp.gate_proj.weight", "mlp.up_proj.weight"), "T"),
+    "w_down": (("mlp.down_proj.weight",), "T"),
+    "norm_attn_in": (("input_layernorm.weight",), ""),
+    "norm_q": (("self_attn.q_norm.weight",), ""), "norm_k": (("self_attn.k_norm.weight",), ""),
 }
-_SANDWICH = {"norm_mlp_in": ("pre_feedforward_layernorm.weight", ""),
-             "norm_attn_out": ("post_attention_layernorm.weight", ""),
-             "norm_mlp_out": ("post_feedforward_layernorm.weight", "")}
-_PLAIN = {"norm_mlp_in": ("post_attention_layernorm.weight", "")}
+_SANDWICH = {"norm_mlp_in": (("pre_feedforward_layernorm.weight",), ""),
+             "norm_attn_out": (("post_attention_layernorm.weight",), ""),
+             "norm_mlp_out": (("post_feedforward_layernorm.weight",), "")}
+_PLAIN = {"norm_mlp_in": (("post_attention_layernorm.weight",), "")}
 
 
 def from_named(spec, get: Callable[[str], torch.Tensor | None],
@@ -80,19 +81,26 @@ def from_named(spec, get: Callable[[str], torch.Tensor | None],
         done(name)
         return out
 
+    def take_all(names: tuple[str, ...], transpose: bool):
+        parts = [take(n, transpose) for n in names]
+        if any(p is None for p in parts):
+            return None
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)   # along `out`
+
     layers = []
     for i in range(spec.n_layers):
-        names = {**_LAYER, **(_SANDWICH if spec.sandwich_norm else _PLAIN)}
-        layers.append(LayerWeights(**{f: take(f"model.layers.{i}.{n}", how == "T") for f, (n, how) in names.items()}))
-    embed_t = take("model.embed_tokens.weight", True)
-    head_t = embed_t if spec.tied_embeddings else take("lm_head.weight", True)
-    return EngineWeights(embed_t, head_t, take("model.norm.weight", False), layers)
+        fields_ = {**_LAYER, **(_SANDWICH if spec.sandwich_norm else _PLAIN)}
+        layers.append(LayerWeights(**{f: take_all(tuple(f"model.layers.{i}.{n}" for n in names), how == "T")
+                                      for f, (names, how) in fields_.items()}))
+    embed = VocabMatrix.from_dense(take("model.embed_tokens.weight", True))
+    head = embed if spec.tied_embeddings else VocabMatrix.from_dense(take("lm_head.weight", True))
+    return EngineWeights(embed, head, take("model.norm.weight", False), layers)
 
 
 def flatten(w: EngineWeights) -> dict[str, torch.Tensor]:
-    out = {"embed_t": w.embed_t, "final_norm": w.final_norm}
-    if w.lm_head_t is not w.embed_t:
-        out["lm_head_t"] = w.lm_head_t
+    out = {"embed_blocks": w.embed.blocks, "final_norm": w.final_norm}
+    if w.lm_head is not w.embed:
+        out["lm_head_blocks"] = w.lm_head.blocks
     for i, layer in enumerate(w.layers):
         for f in fields(LayerWeights):
             t = getattr(layer, f.name)
@@ -104,7 +112,7 @@ def flatten(w: EngineWeights) -> dict[str, torch.Tensor]:
 def save(w: EngineWeights, path: Path) -> None:
     from safetensors.torch import save_file
 
-    save_file(flatten(w), str(path), metadata={"layout": "lib.engine_weights v1"})
+    save_file(flatten(w), str(path), metadata={"layout": "lib.engine_weights v2 (fused qkv, gate_up; blocked vocab)"})
 
 
 def load(path: Path, n_layers: int) -> EngineWeights:
@@ -127,14 +135,15 @@ def load(path: Path, n_layers: int) -> EngineWeights:
         tensors[name] = t.view(info["shape"])
     layers = [LayerWeights(**{f.name: tensors.get(f"layers.{i}.{f.name}") for f in fields(LayerWeights)})
               for i in range(n_layers)]
-    embed_t = tensors["embed_t"]
-    return EngineWeights(embed_t, tensors.get("lm_head_t", embed_t), tensors["final_norm"], layers)
+    embed = VocabMatrix(tensors["embed_blocks"])
+    head = VocabMatrix(tensors["lm_head_blocks"]) if "lm_head_blocks" in tensors else embed
+    return EngineWeights(embed, head, tensors["final_norm"], layers)
 
 
 def to(w: EngineWeights, device, dtype) -> EngineWeights:
     """The same weights on another device / dtype (copies only when something changes)."""
     conv = lambda t: None if t is None else t.to(device=device, dtype=dtype if t.is_floating_point() else t.dtype)  # noqa: E731
-    embed_t = conv(w.embed_t)
-    head_t = embed_t if w.lm_head_t is w.embed_t else conv(w.lm_head_t)
+    embed = VocabMatrix(conv(w.embed.blocks))
+    head = embed if w.lm_head is w.embed else VocabMatrix(conv(w.lm_head.blocks))
     layers = [LayerWeights(**{f.name: conv(getattr(l, f.name)) for f in fields(LayerWeights)}) for l in w.layers]
-    return EngineWeights(embed_t, head_t, conv(w.final_norm), layers)
+    return EngineWeights(embed, head, conv(w.final_norm), layers)

@@ -166,8 +166,8 @@ def model_mode(args: dict) -> None:
 
 
 def _engine_tensors(engine):
-    yield engine.embed_t
-    yield engine.lm_head_t
+    yield engine.embed.blocks
+    yield engine.lm_head.blocks
     yield engine.final_norm
     for w in engine.layers:
         for t in vars(w).values():

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 def parameter_counts(engine) -> dict[str, int]:
     """Embedding and transformer-block parameter counts, counted from the engine's tensors."""
-    embed = engine.embed_t.numel()
+    embed = engine.embed.numel()
     rest = engine.final_norm.numel()
     for w in engine.layers:
         rest += sum(t.numel() for t in vars(w).values() if t is not None)
-    head = 0 if engine.lm_head_t is engine.embed_t else engine.lm_head_t.numel()
+    head = 0 if engine.lm_head is engine.embed else engine.lm_head.numel()
     return {"embedding": embed, "blocks": rest, "lm_head": head, "total": embed + rest + head}
 
 
 def weight_bytes(engine) -> int:
     seen, total = set(), 0
-    tensors = [engine.embed_t, engine.lm_head_t, engine.final_norm]
+    tensors = [engine.embed.blocks, engine.lm_head.blocks, engine.final_norm]
     for w in engine.layers:
         tensors += [t for t in vars(w).values() if t is not None]
     for t in tensors:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from lib.engine import Engine, linear
+from lib.engine import Engine
 from lib.kv_cache import PAD_POSITION
 
 SIDES = ("left", "right")
@@ -82,9 +82,7 @@ def pad_batch(prompts, pad_id: int, side: str = "left", mode: str = "mask",
 
 def lm_head(engine: Engine, hidden: torch.Tensor) -> torch.Tensor:
     """Final hidden states (..., D) -> logits (..., V), as the engine's last step does."""
-    out = linear(hidden, engine.lm_head_t)
-    cap = engine.spec.final_softcap
-    return torch.tanh(out / cap) * cap if cap else out
+    return engine.head(hidden)
 
 
 # ---- outputs -----------------------------------------------------------------------------------

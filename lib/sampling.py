@@ -229,7 +229,12 @@ def run_pipeline(logits: torch.Tensor, cfg: SamplingConfig, context=()) -> Pipel
 
 
 def sample_next(probs: torch.Tensor, generator: torch.Generator | None) -> int:
-    """Draw one token id from probs (V,). One-hot probs (greedy) always give the argmax."""
-    if int((probs > 0).sum()) == 1:
-        return int(probs.argmax())
-    return int(torch.multinomial(probs, 1, generator=generator))
+    """Draw one token id from probs (V,). One-hot probs (greedy) always give the argmax.
+
+    Only the tokens with probability > 0 take part in the draw: the same distribution, but
+    after top-k/top-p that is a few dozen tokens instead of 262,144, and the draw takes
+    microseconds instead of milliseconds."""
+    support = torch.nonzero(probs > 0).flatten()                                   # (n,)
+    if support.numel() == 1:
+        return int(support[0])
+    return int(support[torch.multinomial(probs[support], 1, generator=generator)])

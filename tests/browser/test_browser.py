@@ -88,10 +88,27 @@ def settle(page, timeout_s: float = 300) -> None:
     raise TimeoutError("page did not finish running")
 
 
-def visit(browser, url: str, shot: str):
+CHARTS_DRAWN = """(atLeast) => {
+    const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart']")];
+    return charts.length >= atLeast && charts.every(el => el.querySelector('.js-plotly-plot'));
+}"""
+
+
+def wait_for_charts(page, at_least: int, timeout_s: float = 90) -> None:
+    """Plotly's component loads lazily and draws after the script has finished: wait until at
+    least `at_least` chart elements exist and every one holds a drawn plot. A timeout is not an
+    error here; the caller's assertions report what is missing."""
+    try:
+        page.wait_for_function(CHARTS_DRAWN, arg=at_least, timeout=timeout_s * 1000)
+    except Exception:  # noqa: BLE001 - playwright's TimeoutError; the test asserts what is missing
+        pass
+
+
+def visit(browser, url: str, shot: str, charts: int = 0):
     page = browser.new_page(viewport={"width": 1400, "height": 4000})
     page.goto(url, wait_until="domcontentloaded")
     settle(page)
+    wait_for_charts(page, charts)
     page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
     return page
 
@@ -118,7 +135,7 @@ def test_every_page_renders(server, browser, lang):
     failures = []
     for c in [None] + PAGES:
         slug = c.slug if c else ""
-        page = visit(browser, f"{server}/{slug}?lang={lang}", f"{slug or 'home'}-{lang}")
+        page = visit(browser, f"{server}/{slug}?lang={lang}", f"{slug or 'home'}-{lang}", charts=1 if c else 0)
         try:
             if page.locator("[data-testid='stException']").count():
                 failures.append(f"{slug}: exception box")
