@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from lib.float_sort import sort_floats
+
 NEG_INF = float("-inf")
 STAGES = ("bias", "temperature", "top_k", "top_p", "min_p")
 
@@ -148,7 +150,7 @@ def top_p_mask(logits: torch.Tensor, p: float) -> torch.Tensor:
             out = torch.zeros_like(finite)
             out[idx] = top_p_mask(x[idx], p)
             return out
-    sorted_logits, order = torch.sort(x, dim=-1, descending=False)                # (..., V)
+    sorted_logits, order = sort_floats(x)                                         # (..., V) ascending
     cum = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)                      # (..., V)
     remove_sorted = cum <= (1 - p)
     remove_sorted[..., -1] = False

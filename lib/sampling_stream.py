@@ -56,10 +56,11 @@ def describe_step(raw: torch.Tensor, res: PipelineResult, token: int, top_n: int
         alternatives=[(i, float(model_p[i]), float(res.probs[i])) for i in alt], stages=stages)
 
 
-def stream_with_logits(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
-                       eos_ids: tuple[int, ...] = (), top_n: int = 5) -> Iterator[tuple[PipelineStep, torch.Tensor]]:
-    """Yield (PipelineStep, the step's raw logits (V,) float32 CPU) per generated token; stops
-    after an EOS token. The generator is seeded once, so (prompt, cfg, seed) fixes the output."""
+def stream_with_pipeline(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
+                         eos_ids: tuple[int, ...] = (), top_n: int = 5) -> Iterator[tuple[PipelineStep, PipelineResult]]:
+    """Yield (PipelineStep, the step's full PipelineResult: every stage's logits (V,) and kept
+    mask, float32 CPU; stage "input" holds the raw logits) per generated token; stops after an
+    EOS token. The generator is seeded once, so (prompt, cfg, seed) fixes the output."""
     gen = torch.Generator().manual_seed(int(seed))
     ids = list(prompt_ids)
     cache = engine.new_cache(1, capacity=len(ids) + max_new_tokens + 1)
@@ -68,7 +69,7 @@ def stream_with_logits(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: in
         raw = logits[0].float().cpu()                                              # (V,)
         res = run_pipeline(raw, cfg, context=tuple(ids))
         tok = sample_next(res.probs, gen)
-        yield describe_step(raw, res, tok, top_n), raw
+        yield describe_step(raw, res, tok, top_n), res
         ids.append(tok)
         if tok in eos_ids:
             return
@@ -77,8 +78,8 @@ def stream_with_logits(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: in
 
 def stream(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
            eos_ids: tuple[int, ...] = (), top_n: int = 5) -> Iterator[PipelineStep]:
-    """Like stream_with_logits, without the logits."""
-    for step, _ in stream_with_logits(engine, prompt_ids, cfg, seed, max_new_tokens, eos_ids, top_n):
+    """Like stream_with_pipeline, without the pipeline's tensors."""
+    for step, _ in stream_with_pipeline(engine, prompt_ids, cfg, seed, max_new_tokens, eos_ids, top_n):
         yield step
 
 

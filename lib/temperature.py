@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from lib.float_sort import sort_floats
 from lib.sampling import apply_temperature
 
 
@@ -57,7 +58,7 @@ def rank_order(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     Computed in float64: there x / T of two different float32 logits never rounds to the same
     number, so the check tests the real-arithmetic claim. (In float32, dividing by a large T can
     round neighbouring logits to equal values — a tie, not a reversal.)"""
-    return torch.sort(apply_temperature(logits.double(), temperature), descending=True, stable=True).indices
+    return sort_floats(apply_temperature(logits.double(), temperature), descending=True, stable=True).indices
 
 
 def ranks_identical(logits: torch.Tensor, temperatures) -> tuple[bool, int]:
@@ -90,7 +91,7 @@ def is_monotonic_increasing(values, tol: float = 1e-9) -> bool:
 
 def tokens_for_mass(probs: torch.Tensor, mass: float = 0.9) -> int:
     """How many of the most likely tokens it takes to cover `mass` of the probability."""
-    sorted_p = torch.sort(probs, descending=True).values
+    sorted_p = sort_floats(probs, descending=True).values
     return int((torch.cumsum(sorted_p, 0) < mass).sum()) + 1
 
 

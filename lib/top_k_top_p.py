@@ -16,8 +16,9 @@ import numpy as np
 import torch
 
 from lib.engine import Engine
+from lib.float_sort import sort_floats
 from lib.sampling import SamplingConfig, apply_temperature, run_pipeline, top_k_mask, top_p_mask
-from lib.sampling_stream import PipelineStep, stream_with_logits
+from lib.sampling_stream import PipelineStep, stream_with_pipeline
 
 TOP_KEPT = 256   # per-step probabilities kept by nucleus_trace (the page's k goes up to 200)
 LATE_TEMPERATURE = ("bias", "top_k", "top_p", "temperature", "min_p")  # top-p sees the T = 1 distribution
@@ -48,7 +49,7 @@ def cut_curve(logits: torch.Tensor, temperature: float, k: int, p: float, max_ra
     p_mask, k_mask = top_p_mask(x, p), top_k_mask(x, k)
     nucleus, k_kept = int(p_mask.sum()), int(k_mask.sum())
     n = min(x.shape[-1], max_rank, max(64, 2 * max(nucleus, k_kept)))
-    top = torch.sort(probs, descending=True, stable=True)
+    top = sort_floats(probs, descending=True, stable=True)
     cum = torch.cumsum(top.values.double(), 0)[:n]                                 # (N,)
     return CutCurve(top.indices[:n].numpy(), top.values[:n].numpy(), cum.numpy(), nucleus,
                     float(probs[p_mask].double().sum()), k_kept, float(probs[k_mask].double().sum()),
@@ -71,7 +72,7 @@ def kept_sets(logits: torch.Tensor, temperature: float, k: int, p: float, show: 
     x = apply_temperature(logits.float(), temperature)
     probs = torch.softmax(x, dim=-1)
     km, pm = top_k_mask(x, k), top_p_mask(x, p)
-    order = torch.sort(probs, descending=True, stable=True).indices[:show]
+    order = sort_floats(probs, descending=True, stable=True).indices[:show]
     return KeptSets(order.numpy(), probs[order].numpy(), km[order].numpy(), pm[order].numpy(),
                     int((km & pm).sum()), int((km & ~pm).sum()), int((pm & ~km).sum()))
 
@@ -118,10 +119,10 @@ def nucleus_trace(engine: Engine, prompt_ids, temperature: float, p: float, seed
     keep can be read for any k <= TOP_KEPT without running the model again (top_k_mass)."""
     cfg = SamplingConfig(temperature, top_p=p)
     steps, nuc, pm, km, reach, mini = [], [], [], [], [], []
-    for step, raw in stream_with_logits(engine, prompt_ids, cfg, seed, max_new_tokens, eos_ids):
-        x = apply_temperature(raw, temperature)
+    for step, res in stream_with_pipeline(engine, prompt_ids, cfg, seed, max_new_tokens, eos_ids):
+        x = res.stage("temperature").logits                                       # (V,) what top-p saw
         probs = torch.softmax(x, dim=-1)                                           # (V,)
-        mask = top_p_mask(x, p)
+        mask = res.stage("top_p").kept                                             # (V,) the pipeline's own cut
         r, m = nucleus_margins(x, mask, p)
         steps.append(step)
         nuc.append(int(mask.sum()))

@@ -27,7 +27,7 @@ temps = sorted(temps)
 T = page.state.number_slider("T", t("t_label"), 0.0, 3.0, 0.8, step=0.05, container=right)
 c1, c2 = right.columns(2)
 seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, help=t("seed_help"), container=c1)
-n_new = page.state.number_slider("n", t("n_label"), 4, 48, 16, container=c2)
+n_new = page.state.number_slider("n", t("n_label"), 4, 48, 12, container=c2)
 
 # ---- the model call (cached per model + prompt) ------------------------------------------
 logits = runtime.cached(generate.next_token_logits)(m.engine, prompt.ids)          # (V,)
