@@ -167,7 +167,10 @@ def page_first_render() -> dict:
         out[c.slug] = round(time.perf_counter() - t0, 2)
         if at.exception:
             out[c.slug + "_exception"] = str(at.exception[0].value)[:200]
-    return {"page_first_render_s": out}
+    return {"page_first_render_s": out,
+            "page_first_render_over_3s_not_declared_long": sorted(
+                c.slug for c in CONCEPTS if c.exists and not c.long and out.get(c.slug, 0) > 3.0),
+            "page_declared_long": [c.slug for c in CONCEPTS if c.exists and c.long]}
 
 
 def measure_all(baseline: bool = False, cold: bool = True) -> dict:

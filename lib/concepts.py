@@ -19,6 +19,9 @@ class Concept:
     slug: str
     group: str
     icon: str
+    # The page's own experiment is declared long (CONCEPTS.md: first render may exceed 3 s;
+    # then it shows progress, caches its results and says how long this run took).
+    long: bool = False
 
     @property
     def page_file(self) -> Path:
@@ -34,21 +37,21 @@ CONCEPTS = (
     Concept(2, "top-k-top-p", "decoding", "✂️"),
     Concept(3, "stable-softmax", "decoding", "🧮"),
     Concept(4, "logit-bias", "decoding", "⚖️"),
-    Concept(5, "beam-search", "decoding", "🌳"),
-    Concept(6, "speculative-acceptance", "speculative", "🎲"),
-    Concept(7, "speculative-speed", "speculative", "⏱️"),
+    Concept(5, "beam-search", "decoding", "🌳", long=True),          # + transformers' beam search, live
+    Concept(6, "speculative-acceptance", "speculative", "🎲", long=True),  # every layer's draft, Monte Carlo
+    Concept(7, "speculative-speed", "speculative", "⏱️", long=True),  # wall-clock timing of every draft
     Concept(8, "attention-scaling", "attention", "📏"),
     Concept(9, "gqa", "attention", "👥"),
-    Concept(10, "padding-mask", "attention", "🧱"),
+    Concept(10, "padding-mask", "attention", "🧱", long=True),         # timed padded batches
     Concept(11, "rope-shift", "attention", "🔄"),
-    Concept(12, "sliding-window", "serving", "🪟"),
-    Concept(13, "attention-sinks", "serving", "⚓"),
+    Concept(12, "sliding-window", "serving", "🪟", long=True),         # a fact at several distances
+    Concept(13, "attention-sinks", "serving", "⚓", long=True),        # a long text under every policy
     Concept(14, "prefix-caching", "serving", "🔗"),
-    Concept(15, "paged-attention", "serving", "📄"),
-    Concept(16, "chunked-prefill", "serving", "🧩"),
-    Concept(17, "kv-quantization", "quantization", "🗜️"),
-    Concept(18, "activation-outliers", "quantization", "📈"),
-    Concept(19, "model-memory", "quantization", "💾"),
+    Concept(15, "paged-attention", "serving", "📄", long=True),        # paged vs contiguous generation
+    Concept(16, "chunked-prefill", "serving", "🧩", long=True),        # measured prefill/decode costs
+    Concept(17, "kv-quantization", "quantization", "🗜️", long=True),   # every cache format, generated
+    Concept(18, "activation-outliers", "quantization", "📈", long=True),  # quantized activations injected
+    Concept(19, "model-memory", "quantization", "💾", long=True),      # memory measured in subprocesses
 )
 
 

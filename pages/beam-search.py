@@ -64,7 +64,6 @@ ends = end_token_ids(m.tokenizer, m.spec.eos_ids, stops)
 st.caption(t("ends_caption", ids=", ".join(f"{i} ({s})" for i, s in zip(ends, token_texts(m.tokenizer, ends)))))
 
 # ---- the model call: one search to max_new_tokens (cached), then everything is re-ranking --
-st.info(t("long_note"), icon="⏳")
 with st.spinner(t("running", b=num_beams, n=n_new)):
     rec, parity = runtime.cached(search_with_parity)(m.engine, prompt.ids, num_beams, n_new, ends,
                                                       PARITY_ALPHAS, PARITY_MODES)

@@ -15,6 +15,7 @@ A page file only creates widgets and lays out figures; the numbers come from lib
 from __future__ import annotations
 
 import inspect
+import time
 
 import streamlit as st
 
@@ -40,9 +41,13 @@ class ConceptPage:
         self.notes: list[str] = []
         self.state = UrlState(slug, self.notes, self.c)
         self._n_fig = 0
+        self._t0 = time.perf_counter()
         st.title(f"{self.concept.icon} {self.t('title')}")
         self._notes_box = st.container()
         st.markdown(self.t("intro"))
+        self._long_box = st.empty() if self.concept.long else None
+        if self._long_box is not None:
+            self._long_box.caption(self.c("long_running"))
 
     # ---- model and prompt ------------------------------------------------------------------
     def model(self):
@@ -132,3 +137,5 @@ class ConceptPage:
         self.state.finish()
         for note in self.notes:
             self._notes_box.info(note, icon="ℹ️")
+        if self._long_box is not None:
+            self._long_box.caption(self.c("long_done", s=time.perf_counter() - self._t0))
