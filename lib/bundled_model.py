@@ -11,9 +11,13 @@ standard Hugging Face folder:
         engine.safetensors  <- the same weights in the engine's layout (lib/engine_weights.py),
                                memory-mapped by the app: no transformers model is built
         MANIFEST.json       <- written last; lists every file with size and sha256
+        VERIFIED.json       <- size and modification time of each file when its hash last matched
 
 A folder whose MANIFEST is missing or does not match its files is partial or corrupt: it is
-deleted and rebuilt, never loaded. The cache root is `$LLM_LAB_CACHE`, default
+deleted and rebuilt, never loaded. Hashing the 2 GB folder takes ~2.4 s, so a start whose
+files all still have the size and modification time recorded in VERIFIED.json (taken at
+least 2 s after they were last written, so a change in the same clock tick cannot hide)
+skips it; any other start hashes every file again. The cache root is `$LLM_LAB_CACHE`, default
 `~/.cache/llm-inference-lab`.
 """
 from __future__ import annotations
@@ -23,6 +27,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -35,6 +40,8 @@ from lib.model_spec import spec_from_config
 
 CACHE_ENV = "LLM_LAB_CACHE"
 MANIFEST = "MANIFEST.json"
+VERIFIED = "VERIFIED.json"
+STABLE_NS = 2_000_000_000     # a file must be this much older than the stamp to be trusted
 FORMAT_VERSION = 4  # bump when the folder layout or conversion changes
 
 Progress = Callable[[float, str], None]  # (fraction 0..1, message)
@@ -162,18 +169,38 @@ def write_manifest(folder: Path) -> None:
     (folder / MANIFEST).write_text(json.dumps({"format": FORMAT_VERSION, "files": files}, indent=1))
 
 
+def _file_stamps(folder: Path, names) -> dict[str, list[int]]:
+    return {n: [(folder / n).stat().st_size, (folder / n).stat().st_mtime_ns] for n in names}
+
+
+def _verified_earlier(folder: Path, names) -> bool:
+    """True if VERIFIED.json records exactly these files, unchanged since a successful hash."""
+    try:
+        stamp = json.loads((folder / VERIFIED).read_text())
+        files = _file_stamps(folder, names)
+        return files == stamp["files"] and all(m < stamp["at_ns"] - STABLE_NS for _, m in files.values())
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def is_complete(folder: Path, check_hashes: bool = True) -> bool:
     """True only if MANIFEST.json exists and every file it lists has its size (and hash)."""
     try:
         manifest = json.loads((folder / MANIFEST).read_text())
         if manifest.get("format") != FORMAT_VERSION or not manifest.get("files"):
             return False
-        for name, want in manifest["files"].items():
-            p = folder / name
-            if p.stat().st_size != want["bytes"]:
+        names = sorted(manifest["files"])
+        for name in names:
+            if (folder / name).stat().st_size != manifest["files"][name]["bytes"]:
                 return False
-            if check_hashes and _sha256(p) != want["sha256"]:
-                return False
+        if not check_hashes or _verified_earlier(folder, names):
+            return True
+        if any(_sha256(folder / n) != manifest["files"][n]["sha256"] for n in names):
+            return False
+        try:
+            (folder / VERIFIED).write_text(json.dumps({"at_ns": time.time_ns(), "files": _file_stamps(folder, names)}))
+        except OSError:
+            pass    # a read-only cache is fine: it is hashed on every start
         return True
     except (OSError, ValueError, KeyError, TypeError):
         return False

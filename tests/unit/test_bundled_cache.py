@@ -50,3 +50,37 @@ def test_gguf_names_map_to_transformers_names():
     assert bundled_model.hf_name("blk.3.attn_q.weight") == "model.layers.3.self_attn.q_proj.weight"
     assert bundled_model.hf_name("blk.17.post_ffw_norm.weight") == "model.layers.17.post_feedforward_layernorm.weight"
     assert bundled_model.hf_name("token_embd.weight") == "model.embed_tokens.weight"
+
+
+def _age(folder, seconds):
+    """Pretend every file was last written `seconds` ago."""
+    import os
+    import time
+
+    for p in folder.iterdir():
+        t = time.time() - seconds
+        os.utime(p, (t, t))
+
+
+def test_a_verified_unchanged_folder_is_not_hashed_again(tmp_path, monkeypatch):
+    f = make(tmp_path / "m")
+    _age(f, 60)
+    assert is_complete(f)                                   # hashes, then records VERIFIED.json
+    assert (f / bundled_model.VERIFIED).exists()
+    monkeypatch.setattr(bundled_model, "_sha256", lambda p: (_ for _ in ()).throw(AssertionError("hashed")))
+    assert is_complete(f)                                   # sizes and times unchanged: no hashing
+
+
+def test_a_file_changed_after_verification_is_hashed_and_caught(tmp_path):
+    f = make(tmp_path / "m")
+    _age(f, 60)
+    assert is_complete(f)
+    (f / "model.safetensors").write_bytes(b"y" * 1000)      # same size, new modification time
+    assert not is_complete(f)
+
+
+def test_a_stamp_taken_right_after_writing_is_not_trusted(tmp_path):
+    f = make(tmp_path / "m")
+    assert is_complete(f)                                   # files are fresh: stamp not trusted later
+    (f / "model.safetensors").write_bytes(b"y" * 1000)      # possibly within the same clock tick
+    assert not is_complete(f)
