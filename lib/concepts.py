@@ -46,7 +46,7 @@ CONCEPTS = (
     Concept(11, "rope-shift", "attention", "🔄"),
     Concept(12, "sliding-window", "serving", "🪟", long=True),         # a fact at several distances
     Concept(13, "attention-sinks", "serving", "⚓", long=True),        # a long text under every policy
-    Concept(14, "prefix-caching", "serving", "🔗"),
+    Concept(14, "prefix-caching", "serving", "🔗", long=True),         # timed reuse vs recompute
     Concept(15, "paged-attention", "serving", "📄", long=True),        # paged vs contiguous generation
     Concept(16, "chunked-prefill", "serving", "🧩", long=True),        # measured prefill/decode costs
     Concept(17, "kv-quantization", "quantization", "🗜️", long=True),   # every cache format, generated
