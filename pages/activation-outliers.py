@@ -17,8 +17,7 @@ page = ConceptPage("activation-outliers")
 t = page.t
 m = page.model()
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(default=t("default_text"), max_tokens=128, container=left)
 point = page.state.select("point", t("point_label"), ac.POINTS, "mlp_act",
                           format_func=lambda p: t(f"point_{p}"), help=t("point_help"), container=right)

@@ -19,8 +19,7 @@ t = page.t
 m = page.model()
 spec = m.spec
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(default=DEFAULT_PROMPT, max_tokens=64, container=left)
 c1, c2 = right.columns(2)
 layer = page.layer_select(container=c1)

@@ -41,8 +41,7 @@ def _use_preset():
 
 
 # ---- controls ----------------------------------------------------------------------------
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 left.selectbox(t("preset_label"), (None,) + tuple(PRESETS), key="beam-search.preset_choice",
                format_func=lambda k: t("preset_none") if k is None else t(f"preset_{k}"), on_change=_use_preset)
 prompt = page.prompt(default=PRESETS["france"][0], max_tokens=64, container=left)

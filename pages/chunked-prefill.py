@@ -15,8 +15,7 @@ page = ConceptPage("chunked-prefill")
 t = page.t
 m = page.model()
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(default=t("default_prompt"), container=left, label=t("prompt_label"))
 L = page.state.select("L", t("L_label"), LENGTHS, 256, help=t("L_help"), container=right)
 c1, c2 = right.columns(2)

@@ -17,8 +17,7 @@ t = page.t
 m = page.model()
 spec = m.spec
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(default=DEFAULT_PROMPT, max_tokens=64, container=left)
 layer = page.layer_select(container=right)
 dtype = page.state.select("dtype", t("dtype_label"), tuple(DTYPES), "fp32", help=t("dtype_help"), container=right)

@@ -18,8 +18,7 @@ t = page.t
 m = page.model()
 s = m.spec
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(default=t("default_text"), max_tokens=160, container=left)
 n_eval = page.state.number_slider("eval", t("eval_label"), 4, 64, 32, step=4, help=t("eval_help"), container=right)
 c1, c2 = right.columns(2)

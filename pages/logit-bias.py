@@ -22,8 +22,7 @@ page = ConceptPage("logit-bias")
 t = page.t
 m = page.model()
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(default=t("default_prompt"), container=left)
 words_text = page.state.text("words", t("words_label"), t("default_words"), max_chars=200, area=False,
                              help=t("words_help"), container=left)

@@ -20,8 +20,7 @@ m = page.model()
 tok = m.tokenizer
 pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 text = page.state.text("prompts", t("prompts_label"), DEFAULT_PROMPTS, max_chars=4000, height=150,
                        help=t("prompts_help", n=MAX_PROMPTS, k=MAX_TOKENS), container=left)
 side = page.state.select("side", t("side_label"), padding.SIDES, "left", format_func=lambda s: t(f"side_{s}"),

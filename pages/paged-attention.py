@@ -17,8 +17,7 @@ page = ConceptPage("paged-attention")
 t = page.t
 m = page.model()
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(default=t("default_prompt"), max_tokens=96, label=t("prompt_label"), container=left)
 c1, c2 = right.columns(2)
 n_new = page.state.number_slider("n", t("n_label"), 4, 32, 12, container=c1)

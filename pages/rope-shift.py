@@ -18,8 +18,7 @@ t = page.t
 m = page.model()
 spec = m.spec
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(default=DEFAULT_PROMPT, max_tokens=64, container=left)
 if prompt.n_tokens < 2:
     left.warning(t("too_short"))

@@ -18,8 +18,7 @@ t = page.t
 m = page.model()
 L = m.spec.n_layers
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(container=left)
 k = page.state.number_slider("k", t("k_label"), 1, L - 1, min(14, L - 1), help=t("k_help"), container=right)
 c1, c2 = right.columns(2)

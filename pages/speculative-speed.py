@@ -21,8 +21,7 @@ t = page.t
 m = page.model()
 L = m.spec.n_layers
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 workload = page.state.select("work", t("work_label"), WORKLOADS, "easy", format_func=lambda w: t(f"work_{w}"),
                              radio=True, horizontal=True, container=left)
 if workload == "prompt":

@@ -17,8 +17,7 @@ page = ConceptPage("stable-softmax")
 t = page.t
 m = page.model()
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(container=left)
 dtype = page.state.select("dtype", t("dtype_label"), tuple(ss.DTYPES), "fp16", help=t("dtype_help"),
                           horizontal=True, radio=True, container=right)

@@ -18,8 +18,7 @@ page = ConceptPage("temperature")
 t = page.t
 m = page.model()
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(container=left)
 temps = page.state.multiselect("Ts", t("temps_label"), TEMP_OPTIONS, (0.5, 1.0, 2.0),
                                help=t("temps_help"), container=right) or [1.0]

@@ -19,8 +19,7 @@ page = ConceptPage("top-k-top-p")
 t = page.t
 m = page.model()
 
-page.section("controls")
-left, right = st.columns([3, 2])
+left, right = page.controls()
 prompt = page.prompt(container=left)
 p = page.state.number_slider("p", t("p_label"), 0.05, 1.0, 0.9, step=0.01, help=t("p_help"), container=right)
 k = page.state.number_slider("k", t("k_label"), 1, 200, 40, help=t("k_help"), container=right)

@@ -90,6 +90,11 @@ class ConceptPage:
     def section(self, key: str) -> None:
         st.subheader(self.c(key))
 
+    def controls(self):
+        """The controls section: returns (left, right) columns, the wide one for the prompt."""
+        self.section("controls")
+        return st.columns([3, 2])
+
     def figure(self, fig, name: str, data: dict[str, list] | None = None, caption: str | None = None):
         """Show a Plotly figure with its HTML/CSV downloads."""
         self._n_fig += 1
