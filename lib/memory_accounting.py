@@ -58,16 +58,18 @@ def kv_cache_bytes(spec, tokens: int, batch: int = 1, bytes_per_element: int = 4
 
 
 def prefill_activation_bytes(spec, batch: int, tokens: int, bytes_per_element: int = 4) -> float:
-    """The largest set of activations alive at once in one layer of a prefill of T tokens:
-    max( MLP: gate out, gelu(gate), up (3 x B T I),
+    """The largest set of activations alive at once in one layer of a prefill of T tokens, as
+    lib/engine.py computes it:
+    max( MLP: [gate | up] out (2 x B T I), gelu(gate), gelu(gate) * up (4 x B T I in all),
          attention: scaled scores, masked scores, probs (3 x B H T T) + bool masks (3 x B T T) )
     plus the residual stream, its norm and the hooks' inputs (4 x B T D), q/k/v (B T (H + 2K) d)
-    and the logits of the last position (B V)."""
+    and the logits of the last position, twice (2 x B V: the column-blocked LM head's product
+    and its reordering into one row, lib/vocab_matrix.py)."""
     B, T, e = batch, tokens, bytes_per_element
-    mlp = 3 * B * T * spec.intermediate * e
+    mlp = 4 * B * T * spec.intermediate * e
     attn = 3 * B * spec.n_heads * T * T * e + 3 * B * T * T
     stream = 4 * B * T * spec.hidden * e + B * T * (spec.n_heads + 2 * spec.n_kv_heads) * spec.head_dim * e
-    return max(mlp, attn) + stream + B * spec.vocab * e
+    return max(mlp, attn) + stream + 2 * B * spec.vocab * e
 
 
 def spec_shape(spec) -> dict:
