@@ -13,7 +13,7 @@ from lib.sampling import SamplingConfig
 from lib.speculative_decode import SpeculativeDecoder, plain_decode, speculative_generate
 from lib.speculative_speed import (block_expectation, expected_speedup, expected_tokens_per_call,
                                    tokens_per_call_sd)
-from tests.conftest import tiny_gemma3
+from tests.conftest import tiny_gemma3, tiny_llama
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
@@ -128,6 +128,17 @@ def test_greedy_speculative_equals_plain_greedy(tiny, kind, gamma):
     run = speculative_generate(tiny, draft, PROMPT, 20, gamma)
     assert run.new_ids == greedy(tiny, PROMPT, 20).new_ids
     assert run.target_calls <= 20
+
+
+@pytest.mark.parametrize("gamma", [2, 4])
+def test_a_second_model_with_the_same_vocabulary_drafts_exactly(tiny, gamma):
+    """Draft (c): another architecture (a tiny Qwen3) sharing the token ids. Greedy output is
+    the target's own, whatever the draft proposes; the draft's cache is its own."""
+    other = tiny_llama("qwen3", seed=3)
+    draft_engine = Engine(spec_from_config(other.config), other)
+    run = speculative_generate(tiny, EngineDraft(draft_engine), PROMPT, 16, gamma)
+    assert run.new_ids == greedy(tiny, PROMPT, 16).new_ids
+    assert 0 <= run.accepted <= run.proposed and run.target_calls <= 16
 
 
 def test_full_depth_draft_accepts_everything(tiny):
