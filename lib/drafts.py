@@ -42,6 +42,8 @@ def head_logits(engine: Engine, x: torch.Tensor, vocab_subset: torch.Tensor | No
     out = linear(h, head_t)                                                 # (..., Vs)
     if spec.final_softcap:
         out = torch.tanh(out / spec.final_softcap) * spec.final_softcap
+    if vocab_subset is None:
+        return out
     full = out.new_full((*out.shape[:-1], spec.vocab), float("-inf"))       # (..., V)
     full[..., vocab_subset] = out
     return full

@@ -82,18 +82,27 @@ def from_named(spec, get: Callable[[str], torch.Tensor | None],
         return out
 
     def take_all(names: tuple[str, ...], transpose: bool):
-        parts = [take(n, transpose) for n in names]
-        if any(p is None for p in parts):
+        present = [get(n) is not None for n in names]
+        if not any(present):
             return None
+        if not all(present):
+            raise ValueError(f"only some of {names} exist: cannot concatenate them")
+        parts = [take(n, transpose) for n in names]
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)   # along `out`
+
+    def take_vocab(name: str) -> VocabMatrix:
+        e = get(name).detach()                                 # (V, D)
+        out = VocabMatrix.from_dense(e.t())                    # one copy, straight into blocks
+        done(name)
+        return out
 
     layers = []
     for i in range(spec.n_layers):
         fields_ = {**_LAYER, **(_SANDWICH if spec.sandwich_norm else _PLAIN)}
         layers.append(LayerWeights(**{f: take_all(tuple(f"model.layers.{i}.{n}" for n in names), how == "T")
                                       for f, (names, how) in fields_.items()}))
-    embed = VocabMatrix.from_dense(take("model.embed_tokens.weight", True))
-    head = embed if spec.tied_embeddings else VocabMatrix.from_dense(take("lm_head.weight", True))
+    embed = take_vocab("model.embed_tokens.weight")
+    head = embed if spec.tied_embeddings else take_vocab("lm_head.weight")
     return EngineWeights(embed, head, take("model.norm.weight", False), layers)
 
 
@@ -143,7 +152,7 @@ def load(path: Path, n_layers: int) -> EngineWeights:
 def to(w: EngineWeights, device, dtype) -> EngineWeights:
     """The same weights on another device / dtype (copies only when something changes)."""
     conv = lambda t: None if t is None else t.to(device=device, dtype=dtype if t.is_floating_point() else t.dtype)  # noqa: E731
-    embed = VocabMatrix(conv(w.embed.blocks))
-    head = embed if w.lm_head is w.embed else VocabMatrix(conv(w.lm_head.blocks))
+    embed = w.embed.to(device, dtype)
+    head = embed if w.lm_head is w.embed else w.lm_head.to(device, dtype)
     layers = [LayerWeights(**{f.name: conv(getattr(l, f.name)) for f in fields(LayerWeights)}) for l in w.layers]
     return EngineWeights(embed, head, conv(w.final_norm), layers)

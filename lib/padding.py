@@ -80,11 +80,6 @@ def pad_batch(prompts, pad_id: int, side: str = "left", mode: str = "mask",
     return PaddedBatch(ids, positions, valid, lengths, side)
 
 
-def lm_head(engine: Engine, hidden: torch.Tensor) -> torch.Tensor:
-    """Final hidden states (..., D) -> logits (..., V), as the engine's last step does."""
-    return engine.head(hidden)
-
-
 # ---- outputs -----------------------------------------------------------------------------------
 @torch.inference_mode()
 def padded_hidden(engine: Engine, batch: PaddedBatch) -> torch.Tensor:
@@ -150,12 +145,12 @@ class MaskComparison:
 def compare_variants(engine: Engine, prompts, pad_id: int) -> MaskComparison:
     """Every (side, position mode) and the packed row against each prompt run alone."""
     alone = [single_hidden(engine, p) for p in prompts]                     # (L_b, D) each
-    alone_logits = torch.stack([lm_head(engine, h[-1]) for h in alone])     # (B, V)
+    alone_logits = torch.stack([engine.head(h[-1]) for h in alone])     # (B, V)
     alone_top1 = tuple(int(i) for i in alone_logits.argmax(-1))
 
     def measure(per_prompt_hidden):
         hd = max(float((h - a).abs().max()) for h, a in zip(per_prompt_hidden, alone))
-        logits = torch.stack([lm_head(engine, h[-1]) for h in per_prompt_hidden])
+        logits = torch.stack([engine.head(h[-1]) for h in per_prompt_hidden])
         top1 = tuple(int(i) for i in logits.argmax(-1))
         return hd, float((logits - alone_logits).abs().max()), sum(a != b for a, b in zip(top1, alone_top1)), top1
 

@@ -28,7 +28,8 @@ class VocabMatrix:
 
     @classmethod
     def from_dense(cls, e_t: torch.Tensor, max_blocks: int = MAX_BLOCKS) -> "VocabMatrix":
-        """From E^T (D, V). The block count divides V exactly (gcd(V, max_blocks))."""
+        """From E^T (D, V), which may be a transposed view of E (V, D): the blocks are made in
+        one copy. The block count divides V exactly (gcd(V, max_blocks))."""
         D, V = e_t.shape
         nb = math.gcd(V, max_blocks)
         return cls(e_t.reshape(D, nb, V // nb).permute(1, 0, 2).contiguous())
@@ -66,5 +67,6 @@ class VocabMatrix:
     def element_size(self) -> int:
         return self.blocks.element_size()
 
-    def to(self, device=None, dtype=None) -> "VocabMatrix":
+    def to(self, device, dtype) -> "VocabMatrix":
+        """The same matrix on another device / dtype (no copy when nothing changes)."""
         return VocabMatrix(self.blocks.to(device=device, dtype=dtype))

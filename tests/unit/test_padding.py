@@ -60,7 +60,7 @@ def test_padded_batch_matches_transformers_with_attention_mask():
     hf = tiny_llama("llama")
     eng = Engine(spec_from_config(hf.config), hf)
     batch = P.pad_batch(PROMPTS, 0, "left")
-    ours = P.lm_head(eng, P.padded_hidden(eng, batch))[:, -1]
+    ours = eng.head(P.padded_hidden(eng, batch))[:, -1]
     mask = batch.valid.long()
     pos = (mask.cumsum(-1) - 1).clamp_min(0)
     with torch.no_grad():
