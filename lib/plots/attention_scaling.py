@@ -5,6 +5,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lib.plots.marks import log_x_vline
+
 LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
 MAX_TICK_TOKENS = 24
 
@@ -38,9 +40,8 @@ def sweep_figure(scales, entropy, max_w, uniform: float, model_scale: float, cho
     fig.add_scatter(x=scales, y=entropy, name=labels["entropy"], mode="lines+markers")
     fig.add_scatter(x=scales, y=max_w, name=labels["max"], mode="lines+markers", secondary_y=True)
     fig.add_hline(y=uniform, line_dash="dot", line_color="grey", annotation_text=labels["uniform"])
-    fig.add_vline(x=model_scale, line_dash="dash", line_color="green", annotation_text=labels["model"])
-    fig.add_vline(x=chosen, line_dash="dot", line_color="red", annotation_text=labels["chosen"],
-                  annotation_position="bottom right")
+    log_x_vline(fig, model_scale, labels["model"], line_dash="dash", line_color="green")
+    log_x_vline(fig, chosen, labels["chosen"], bottom=True, line_dash="dot", line_color="red")
     fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
     fig.update_yaxes(title_text=labels["entropy"], secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text=labels["max"], secondary_y=True, range=[0, 1.02], tickmode="linear", tick0=0,

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from lib.plots.marks import log_y_hline
+
 LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # below: long names
 
 
@@ -13,7 +15,7 @@ def spectrum_figure(wavelengths: np.ndarray, thetas, context: int, labels: dict[
     for th, wl in zip(thetas, wavelengths):
         fig.add_scatter(x=np.arange(len(wl)), y=wl, name=labels["theta"].format(theta=th), mode="lines",
                         hovertemplate="pair %{x}: %{y:,.1f} tokens<extra></extra>")
-    fig.add_hline(y=context, line_dash="dot", line_color="grey", annotation_text=labels["context"])
+    log_y_hline(fig, context, labels["context"], line_dash="dot", line_color="grey")
     fig.update_yaxes(type="log", title_text=labels["y"])
     fig.update_xaxes(title_text=labels["x"])
     fig.update_layout(title=labels["title"], height=420, legend=LEGEND)

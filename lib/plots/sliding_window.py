@@ -5,6 +5,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lib.plots.marks import log_y_hline
+
 LEGEND = dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left")  # below the plot: titles stay readable
 
 
@@ -42,8 +44,7 @@ def fact_figure(distances, series: dict[str, list[float]], control: float, marks
     for name, ys in series.items():
         fig.add_scatter(x=list(distances), y=list(ys), name=name, mode="lines+markers",
                         hovertemplate="d = %{x}: p = %{y:.4f}<extra>" + name + "</extra>")
-    fig.add_hline(y=max(control, 1e-9), line_dash="dot", line_color="grey",
-                  annotation_text=labels["control"], annotation_position="bottom right")
+    log_y_hline(fig, max(control, 1e-9), labels["control"], line_dash="dot", line_color="grey")
     for text, x in marks.items():
         fig.add_vline(x=x, line_dash="dash", line_color="#c44", annotation_text=text, annotation_position="top")
     fig.update_xaxes(title_text=labels["x"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lib.plots.marks import log_x_vline
+
 
 def distributions_figure(tokens: list[str], temps: list[float], probs_by_t, title: str,
                          y_label: str) -> go.Figure:
@@ -25,8 +27,7 @@ def sweep_figure(temps, entropy, top1, chosen: list[float], labels: dict[str, st
                     line=dict(color="#e0701b", width=3))
     for T in chosen:
         if T > 0:
-            fig.add_vline(x=T, line_dash="dot", line_color="grey", annotation_text=f"T = {T:g}",
-                          annotation_position="top")
+            log_x_vline(fig, T, f"T = {T:g}", line_dash="dot", line_color="grey")
     ticks = [t for t in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if min(temps) <= t <= max(temps)]
     fig.update_xaxes(type="log", title_text=labels["x"], tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
     fig.update_yaxes(title_text=labels["entropy"], secondary_y=False, rangemode="tozero")

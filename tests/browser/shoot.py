@@ -3,13 +3,15 @@
     .venv/bin/python -m tests.browser.shoot http://127.0.0.1:8501/gqa "http://127.0.0.1:8501/gqa?lang=id" --out /tmp/shots
 
 Each URL is opened in headless Chromium (the flags of the browser tests), the script waits
-until Streamlit has finished and every Plotly chart is drawn, then saves a full-page PNG.
+until Streamlit has finished and every Plotly chart is drawn (a concept page has at least
+one), then saves a full-page PNG; pass a --height taller than the page to see all of it.
 """
 from __future__ import annotations
 
 import argparse
 import re
 from pathlib import Path
+from urllib.parse import urlparse
 
 from tests.browser.test_browser import CHROMIUM, FLAGS, settle, wait_for_charts
 
@@ -31,7 +33,7 @@ def main() -> None:
             page = browser.new_page(viewport={"width": a.width, "height": a.height})
             page.goto(url, wait_until="domcontentloaded")
             settle(page)
-            wait_for_charts(page, 0, 60)
+            wait_for_charts(page, 0 if urlparse(url).path in ("", "/") else 1, 60)   # concept pages have charts
             name = re.sub(r"[^A-Za-z0-9]+", "-", url.split("://", 1)[-1]).strip("-") + ".png"
             page.screenshot(path=str(out / name), full_page=True)
             errors = page.locator("[data-testid='stException']").count()
