@@ -26,7 +26,7 @@ k = page.state.number_slider("k", t("k_label"), 1, 200, 40, help=t("k_help"), co
 T = page.state.number_slider("T", t("t_label"), 0.1, 3.0, 1.0, step=0.05, help=t("t_help"), container=right)
 c1, c2 = right.columns(2)
 seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, container=c1)
-n_new = page.state.number_slider("n", t("n_label"), 4, 32, 20, container=c2)
+n_new = page.state.number_slider("n", t("n_label"), 4, 32, 16, container=c2)
 
 try:
     SamplingConfig(T, top_k=k, top_p=p)
