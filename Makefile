@@ -16,7 +16,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 setup: $(VENV)/.installed
 
 model: setup
-	$(PY) -m lib.bundled_model
+	$(PY) -m lib.model.bundled_model
 
 run: model
 	$(PY) -m streamlit run app.py --server.port $(PORT)
@@ -31,4 +31,4 @@ bench: model
 	$(PY) -m bench
 
 clean-model:
-	$(PY) -c "import shutil; from lib.bundled_model import bundled_folder as f; shutil.rmtree(f(), ignore_errors=True)"
+	$(PY) -c "import shutil; from lib.model.bundled_model import bundled_folder as f; shutil.rmtree(f(), ignore_errors=True)"

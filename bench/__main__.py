@@ -40,7 +40,7 @@ def main() -> None:
             continue
         mod = importlib.import_module(f"bench.{name}")
         if model is None:
-            from lib import model_loader
+            from lib.model import model_loader
 
             model = model_loader.load("bundled", "cpu")
         print(f"[bench] {name}…", file=sys.stderr, flush=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from bench.common import median_time
-from lib.beam_search import beam_search, select
+from lib.concepts.beam_search.beam_search import beam_search, select
 
 PROMPT = "The capital of France is"
 NUM_BEAMS, MAX_NEW, ALPHA = 4, 24, 1.0
@@ -17,7 +17,7 @@ NUM_BEAMS, MAX_NEW, ALPHA = 4, 24, 1.0
 def measure(model) -> dict:
     from transformers import AutoModelForCausalLM
 
-    from lib import bundled_model
+    from lib.model import bundled_model
 
     ids = tuple(model.tokenizer(PROMPT)["input_ids"])
     eos = tuple(model.spec.eos_ids)

@@ -41,8 +41,8 @@ RSS_CODE = """
 import json, resource, sys
 sys.path.insert(0, '.')
 from lib import model_loader, generate, temperature
-from lib.sampling import SamplingConfig
-from lib.tokens import encode_prompt
+from lib.decoding.sampling import SamplingConfig
+from lib.model.tokens import encode_prompt
 import numpy as np
 m = model_loader.load('bundled', 'cpu')
 p = encode_prompt(m.tokenizer, 'The capital of France is')
@@ -58,7 +58,7 @@ print(json.dumps({'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_max
 HF_GGUF_CODE = """
 import json, time, sys
 sys.path.insert(0, '.')
-from lib.bundled_model import gguf_path
+from lib.model.bundled_model import gguf_path
 p = gguf_path()
 t0 = time.perf_counter()
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -99,9 +99,9 @@ def decode_speed(repeat: int = 5) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from lib import bundled_model, model_loader
-    from lib.generate import greedy
-    from lib.model_facts import weight_bytes
+    from lib.model import bundled_model, model_loader
+    from lib.decoding.generate import greedy
+    from lib.model.facts import weight_bytes
 
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     folder = bundled_model.prepare()
@@ -128,7 +128,7 @@ def decode_speed(repeat: int = 5) -> dict:
     hf_tok_s = NEW_TOKENS / statistics.median(t_hf)
 
     # Parity on a long prompt (past the 512-token window) against transformers eager attention.
-    from lib.long_text import long_text
+    from lib.model.long_text import long_text
 
     hf.config._attn_implementation = "eager"
     long_ids = tok(long_text(), return_tensors="pt").input_ids[:, :700]
@@ -151,7 +151,7 @@ def page_first_render() -> dict:
     """First render of each page with the model warm (AppTest, this process)."""
     from streamlit.testing.v1 import AppTest
 
-    from lib.concepts import CONCEPTS
+    from lib.concepts.catalog import CONCEPTS
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
     at.run()  # loads the model (cache_resource) on the home page

@@ -12,11 +12,11 @@ import time
 
 import torch
 
-from lib.drafts import PromptLookupDraft
-from lib.engine import Engine
-from lib.model_spec import spec_from_config
-from lib.sampling import SamplingConfig
-from lib.speculative_decode import plain_decode, speculative_generate
+from lib.concepts.speculative.drafts import PromptLookupDraft
+from lib.core.engine import Engine
+from lib.core.spec import spec_from_config
+from lib.decoding.sampling import SamplingConfig
+from lib.concepts.speculative.speculative_decode import plain_decode, speculative_generate
 
 
 class OracleDraft(PromptLookupDraft):

@@ -7,9 +7,9 @@ import time
 
 import torch
 
-from lib.generate import next_token_logits
-from lib.sampling import SamplingConfig, run_pipeline, sample_next
-from lib.tokens import encode_prompt
+from lib.decoding.generate import next_token_logits
+from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
+from lib.model.tokens import encode_prompt
 
 PROMPT = "Once upon a time, in a small village by the sea,"
 CFG = SamplingConfig(0.8, top_k=50, top_p=0.9, min_p=0.05, bias=((9079, -float("inf")), (506, 1.5)))

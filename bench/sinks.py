@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import time
 
-from lib import cache_policies as cp
-from lib.long_text import long_text
-from lib.streaming_eval import evaluate
+from lib.core.cache import policy as cp
+from lib.model.long_text import long_text
+from lib.concepts.cache_policies.streaming_eval import evaluate
 
 TOKENS = 2000
 

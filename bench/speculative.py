@@ -7,9 +7,9 @@ spec_hard_alpha, spec_hard_tokens_per_call, spec_hard_speedup, plus the winning 
 """
 from __future__ import annotations
 
-from lib.drafts import frequent_tokens
-from lib.long_text import long_text
-from lib.speculative_speed import PRESETS, run_cell
+from lib.concepts.speculative.drafts import frequent_tokens
+from lib.model.long_text import long_text
+from lib.concepts.speculative_speed.speculative_speed import PRESETS, run_cell
 
 N_NEW = 32
 REPEATS = 3

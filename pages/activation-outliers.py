@@ -2,11 +2,11 @@
 import numpy as np
 import streamlit as st
 
-from lib import activation_capture as ac
-from lib import quantize as qz
-from lib import runtime
-from lib.checks import CheckResult
-from lib.plots import activation_outliers as plots
+from lib.concepts.quantization import activation_capture as ac
+from lib.concepts.quantization import quantize as qz
+from lib.ui import runtime
+from lib.concepts.check_result import CheckResult
+from lib.concepts.activation_outliers import figures as plots
 from lib.ui.page import ConceptPage
 
 BITS = (8, 4, 2)

@@ -2,11 +2,11 @@
 import numpy as np
 import streamlit as st
 
-from lib import attention_scaling as scaling
-from lib import runtime
-from lib.checks import CheckResult
-from lib.plots import attention_scaling as plots
-from lib.tokens import token_texts
+from lib.concepts.attention_scaling import attention_scaling as scaling
+from lib.ui import runtime
+from lib.concepts.check_result import CheckResult
+from lib.concepts.attention_scaling import figures as plots
+from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 
 DEFAULT_PROMPT = "Alice gave Bob a book because she wanted him to read it before the exam."

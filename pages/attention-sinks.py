@@ -2,11 +2,13 @@
 import numpy as np
 import streamlit as st
 
-from lib import attention_mass, cache_policies as cp
-from lib import policy_checks, policy_generation, runtime, streaming_eval
-from lib.checks import CheckResult
-from lib.long_text import long_text
-from lib.plots import attention_sinks as plots
+from lib.concepts.attention_sinks import attention_mass
+from lib.core.cache import policy as cp
+from lib.concepts.cache_policies import policy_checks, policy_generation, streaming_eval
+from lib.ui import runtime
+from lib.concepts.check_result import CheckResult
+from lib.model.long_text import long_text
+from lib.concepts.attention_sinks import figures as plots
 from lib.ui.page import ConceptPage
 from lib.ui.token_view import tokens_html
 

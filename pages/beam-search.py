@@ -2,13 +2,15 @@
 import numpy as np
 import streamlit as st
 
-from lib import beam_rerank, beam_search, generate, runtime
-from lib.beam_search_hf import search_with_parity
-from lib.checks import CheckResult
-from lib.plots import beam_search as plots
-from lib.sampling import SamplingConfig
-from lib.stop_tokens import STOP_KINDS, end_token_ids
-from lib.tokens import token_texts
+from lib.concepts.beam_search import beam_rerank, beam_search
+from lib.decoding import generate
+from lib.ui import runtime
+from lib.concepts.beam_search.beam_search_hf import search_with_parity
+from lib.concepts.check_result import CheckResult
+from lib.concepts.beam_search import figures as plots
+from lib.decoding.sampling import SamplingConfig
+from lib.decoding.stop_tokens import STOP_KINDS, end_token_ids
+from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 
 SWEEP = np.round(np.linspace(-1.0, 3.0, 81), 3)   # the alpha axis of the re-ranking figure

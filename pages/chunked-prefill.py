@@ -1,9 +1,10 @@
 """Chunked prefill (CONCEPTS.md §16): widgets and layout only; the numbers come from lib/."""
 import streamlit as st
 
-from lib import chunked_prefill, runtime, scheduler_sim
-from lib.checks import CheckResult
-from lib.plots import chunked_prefill as plots
+from lib.concepts.chunked_prefill import chunked_prefill, scheduler_sim
+from lib.ui import runtime
+from lib.concepts.check_result import CheckResult
+from lib.concepts.chunked_prefill import figures as plots
 from lib.ui.page import ConceptPage
 
 LENGTHS = (64, 128, 256, 512)

@@ -2,10 +2,11 @@
 import numpy as np
 import streamlit as st
 
-from lib import gqa, runtime
-from lib.checks import CheckResult
-from lib.plots import gqa as plots
-from lib.tokens import token_texts
+from lib.concepts.gqa import gqa
+from lib.ui import runtime
+from lib.concepts.check_result import CheckResult
+from lib.concepts.gqa import figures as plots
+from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 
 DEFAULT_PROMPT = "Alice gave Bob a book because she wanted him to read it before the exam."

@@ -1,9 +1,9 @@
 """Home: what the app is, how to use it in class, the map of all concepts, the model's facts."""
 import streamlit as st
 
-from lib import runtime
-from lib.concepts import CONCEPTS, GROUPS
-from lib.model_facts import model_facts
+from lib.ui import runtime
+from lib.concepts.catalog import CONCEPTS, GROUPS
+from lib.model.facts import model_facts
 from lib.ui.boot import leave_pages_folder_mode
 from lib.ui.i18n import texts
 

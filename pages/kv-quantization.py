@@ -2,11 +2,11 @@
 import numpy as np
 import streamlit as st
 
-from lib import kv_quant as kq
-from lib import quantize as qz
-from lib import runtime
-from lib.checks import CheckResult
-from lib.plots import kv_quantization as plots
+from lib.concepts.kv_quantization import kv_quant as kq
+from lib.concepts.quantization import quantize as qz
+from lib.ui import runtime
+from lib.concepts.check_result import CheckResult
+from lib.concepts.kv_quantization import figures as plots
 from lib.ui.page import ConceptPage
 
 GRID_BITS = (8, 4, 2)

@@ -4,13 +4,15 @@ import math
 import numpy as np
 import streamlit as st
 
-from lib import generate, runtime, sampling_reference
-from lib import logit_bias as lb
-from lib.checks import CheckResult
-from lib.plots import logit_bias as plots
-from lib.sampling import EmptyDistribution, InvalidSamplingParameter, SamplingConfig, apply_bias
-from lib.sampling_stream import continuation, generated_ids
-from lib.tokens import token_text, token_texts
+from lib.decoding import generate
+from lib.ui import runtime
+from lib.reference import sampling_reference
+from lib.concepts.logit_bias import logit_bias as lb
+from lib.concepts.check_result import CheckResult
+from lib.concepts.logit_bias import figures as plots
+from lib.decoding.sampling import EmptyDistribution, InvalidSamplingParameter, SamplingConfig, apply_bias
+from lib.decoding.sampling_stream import continuation, generated_ids
+from lib.model.tokens import token_text, token_texts
 from lib.ui.page import ConceptPage
 from lib.ui.token_view import tokens_html
 

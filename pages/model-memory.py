@@ -1,11 +1,12 @@
 """Model memory vs file size (CONCEPTS.md §19): widgets and layout only; numbers come from lib/."""
 import streamlit as st
 
-from lib import bundled_model, runtime
-from lib import memory_accounting as ma
-from lib.checks import CheckResult
-from lib.model_loader import BUNDLED
-from lib.plots import model_memory as plots
+from lib.model import bundled_model
+from lib.ui import runtime
+from lib.concepts.model_memory import memory_accounting as ma
+from lib.concepts.check_result import CheckResult
+from lib.model.model_loader import BUNDLED
+from lib.concepts.model_memory import figures as plots
 from lib.ui.page import ConceptPage
 
 CONTEXTS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)

@@ -1,10 +1,11 @@
 """Padding mask (CONCEPTS.md §10): widgets and layout only; the numbers come from lib/."""
 import streamlit as st
 
-from lib import padding, runtime
-from lib.checks import CheckResult
-from lib.plots import padding as plots
-from lib.tokens import EmptyPrompt, encode_prompt, token_text
+from lib.concepts.padding_mask import padding
+from lib.ui import runtime
+from lib.concepts.check_result import CheckResult
+from lib.concepts.padding_mask import figures as plots
+from lib.model.tokens import EmptyPrompt, encode_prompt, token_text
 from lib.ui.page import ConceptPage
 
 DEFAULT_PROMPTS = ("The capital of France is\n"

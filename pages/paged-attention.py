@@ -2,12 +2,13 @@
 import pandas as pd
 import streamlit as st
 
-from lib import paged_generation, runtime
-from lib.block_manager import BlockManager
-from lib.checks import CheckResult
-from lib.paged_attention import PagedBatch
-from lib.plots import paged_attention as plots
-from lib.tokens import encode_prompt
+from lib.concepts.paged_blocks import paged_generation
+from lib.ui import runtime
+from lib.concepts.paged_blocks.block_manager import BlockManager
+from lib.concepts.check_result import CheckResult
+from lib.concepts.paged_blocks.paged_attention import PagedBatch
+from lib.concepts.paged_attention import figures as plots
+from lib.model.tokens import encode_prompt
 from lib.ui.page import ConceptPage
 
 BLOCK_SIZES = (8, 16, 32)

@@ -1,11 +1,12 @@
 """Prefix caching (CONCEPTS.md §14): widgets and layout only; the numbers come from lib/."""
 import streamlit as st
 
-from lib import prefix_cache, runtime
-from lib.block_manager import block_hashes
-from lib.checks import CheckResult
-from lib.plots import prefix_caching as plots
-from lib.tokens import EmptyPrompt, encode_prompt, token_texts
+from lib.concepts.prefix_caching import prefix_cache
+from lib.ui import runtime
+from lib.concepts.paged_blocks.block_manager import block_hashes
+from lib.concepts.check_result import CheckResult
+from lib.concepts.prefix_caching import figures as plots
+from lib.model.tokens import EmptyPrompt, encode_prompt, token_texts
 from lib.ui.page import ConceptPage
 
 BLOCK_SIZES = (8, 16, 32)

@@ -2,10 +2,12 @@
 import numpy as np
 import streamlit as st
 
-from lib import generate, rope_shift, runtime
-from lib.checks import CheckResult
-from lib.plots import rope_shift as plots
-from lib.tokens import token_texts
+from lib.decoding import generate
+from lib.concepts.rope_shift import rope_shift
+from lib.ui import runtime
+from lib.concepts.check_result import CheckResult
+from lib.concepts.rope_shift import figures as plots
+from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 
 DEFAULT_PROMPT = "Alice gave Bob a book because she wanted him to read it before the exam."

@@ -1,11 +1,13 @@
 """Sliding-window KV cache (CONCEPTS.md §12): widgets and layout only; numbers come from lib/."""
 import streamlit as st
 
-from lib import cache_policies as cp
-from lib import fact_distance, policy_checks, runtime
-from lib.checks import CheckResult
-from lib.long_text import long_text
-from lib.plots import sliding_window as plots
+from lib.core.cache import policy as cp
+from lib.concepts.sliding_window import fact_distance
+from lib.concepts.cache_policies import policy_checks
+from lib.ui import runtime
+from lib.concepts.check_result import CheckResult
+from lib.model.long_text import long_text
+from lib.concepts.sliding_window import figures as plots
 from lib.ui.page import ConceptPage
 
 WINDOWS = (16, 32, 64, 128, 256, 512)

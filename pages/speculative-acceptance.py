@@ -1,12 +1,14 @@
 """Speculative sampling: acceptance and correction (CONCEPTS.md §6). Widgets and layout only."""
 import streamlit as st
 
-from lib import generate, runtime, speculative, speculative_decode
-from lib.checks import CheckResult
-from lib.drafts import early_exit_distributions
-from lib.plots import speculative as plots
-from lib.sampling import SamplingConfig
-from lib.tokens import token_texts
+from lib.decoding import generate
+from lib.ui import runtime
+from lib.concepts.speculative import speculative, speculative_decode
+from lib.concepts.check_result import CheckResult
+from lib.concepts.speculative.drafts import early_exit_distributions
+from lib.concepts.speculative import figures as plots
+from lib.decoding.sampling import SamplingConfig
+from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 
 TRIALS = (2_000, 5_000, 20_000, 50_000)

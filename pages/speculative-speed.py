@@ -4,12 +4,13 @@ Declared long: every (gamma) point is a real timed run of plain and speculative 
 cached per (model, workload, settings) and shown with a progress bar."""
 import streamlit as st
 
-from lib import runtime, speculative_speed as sp
-from lib.checks import CheckResult
-from lib.drafts import frequent_tokens
-from lib.long_text import long_text
-from lib.plots import speculative as plots
-from lib.tokens import encode_prompt
+from lib.ui import runtime
+from lib.concepts.speculative_speed import speculative_speed as sp
+from lib.concepts.check_result import CheckResult
+from lib.concepts.speculative.drafts import frequent_tokens
+from lib.model.long_text import long_text
+from lib.concepts.speculative import figures as plots
+from lib.model.tokens import encode_prompt
 from lib.ui.page import ConceptPage
 
 GAMMAS = (1, 2, 3, 4, 6, 8)

@@ -2,11 +2,12 @@
 import numpy as np
 import streamlit as st
 
-from lib import generate, runtime
-from lib import stable_softmax as ss
-from lib.checks import CheckResult
-from lib.plots import stable_softmax as plots
-from lib.tokens import token_texts
+from lib.decoding import generate
+from lib.ui import runtime
+from lib.concepts.stable_softmax import stable_softmax as ss
+from lib.concepts.check_result import CheckResult
+from lib.concepts.stable_softmax import figures as plots
+from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 
 GRID = tuple(np.linspace(-150.0, 150.0, 31).tolist())   # offsets of the sweep figure (plus the edges)

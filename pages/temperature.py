@@ -2,11 +2,13 @@
 import numpy as np
 import streamlit as st
 
-from lib import generate, runtime, temperature
-from lib.checks import CheckResult
-from lib.plots import temperature as plots
-from lib.sampling import SamplingConfig
-from lib.tokens import token_texts
+from lib.decoding import generate
+from lib.ui import runtime
+from lib.concepts.temperature import temperature
+from lib.concepts.check_result import CheckResult
+from lib.concepts.temperature import figures as plots
+from lib.decoding.sampling import SamplingConfig
+from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 from lib.ui.token_view import tokens_html
 

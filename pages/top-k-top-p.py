@@ -2,13 +2,15 @@
 import numpy as np
 import streamlit as st
 
-from lib import generate, runtime, sampling_reference
-from lib import top_k_top_p as tkp
-from lib.checks import CheckResult
-from lib.plots import top_k_top_p as plots
-from lib.sampling import InvalidSamplingParameter, SamplingConfig, apply_temperature, top_p_mask
-from lib.sampling_stream import generated_ids
-from lib.tokens import token_texts
+from lib.decoding import generate
+from lib.ui import runtime
+from lib.reference import sampling_reference
+from lib.concepts.top_k_top_p import top_k_top_p as tkp
+from lib.concepts.check_result import CheckResult
+from lib.concepts.top_k_top_p import figures as plots
+from lib.decoding.sampling import InvalidSamplingParameter, SamplingConfig, apply_temperature, top_p_mask
+from lib.decoding.sampling_stream import generated_ids
+from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 from lib.ui.token_view import steps_table, tokens_html
 

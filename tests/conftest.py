@@ -49,7 +49,7 @@ def tiny_llama(kind: str = "llama", seed: int = 0):
 
 @pytest.fixture(scope="session")
 def real_folder():
-    from lib import bundled_model
+    from lib.model import bundled_model
 
     return bundled_model.prepare()
 
@@ -66,7 +66,7 @@ def real_hf(real_folder):
 @pytest.fixture(scope="session")
 def real_model():
     """The bundled model as the app loads it (LoadedModel with our engine)."""
-    from lib import model_loader
+    from lib.model import model_loader
 
     return model_loader.load("bundled", "cpu")
 
@@ -74,8 +74,8 @@ def real_model():
 @pytest.fixture(scope="session")
 def real_engine_with_hf(real_hf):
     """Our engine on a copy of the reference model's weights (the reference stays intact)."""
-    from lib.engine import Engine
-    from lib.model_spec import spec_from_config
+    from lib.core.engine import Engine
+    from lib.core.spec import spec_from_config
 
     return Engine(spec_from_config(real_hf.config), real_hf)
 
@@ -86,6 +86,6 @@ def gpl_text() -> str:
     p = Path("/usr/share/common-licenses/GPL-3")
     if p.exists():
         return p.read_text()
-    from lib.long_text import long_text
+    from lib.model.long_text import long_text
 
     return long_text()

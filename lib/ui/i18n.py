@@ -5,6 +5,8 @@ The language comes from the `lang` URL parameter (en | id), kept in the session 
 switches keep it."""
 from __future__ import annotations
 
+import numbers
+import string
 import tomllib
 from functools import lru_cache
 from pathlib import Path
@@ -32,16 +34,48 @@ def current_lang() -> str:
     return st.session_state.get("lang", "en")
 
 
+# Decimal and thousands separators per language: English 20,000.5 / Indonesian 20.000,5.
+SEPARATORS = {"en": ".,", "id": ",."}
+
+
+def format_number(value, spec: str = "", lang: str = "en") -> str:
+    """`format(value, spec)` written the way `lang` writes numbers:
+    format_number(20000, ",", "id") -> "20.000"; format_number(0.5, ".1f", "id") -> "0,5"."""
+    text = format(value, spec)
+    if SEPARATORS.get(lang, ".,") != ".,":
+        text = text.translate(str.maketrans({",": ".", ".": ","}))
+    return text
+
+
+class _LocalFormatter(string.Formatter):
+    """str.format that writes every number field (int, float, numpy scalar) in the language's
+    separators, so `{n:,}` and `{p:.2f}` read 20.000 and 0,50 in Indonesian."""
+
+    def __init__(self, lang: str):
+        self.lang = lang
+
+    def format_field(self, value, format_spec):
+        if isinstance(value, numbers.Number) and not isinstance(value, bool):
+            return format_number(value, format_spec, self.lang)
+        return super().format_field(value, format_spec)
+
+
 class Texts:
-    """T("key", n=3) -> the text in the current language, formatted with str.format."""
+    """T("key", n=3) -> the text in the current language, formatted with str.format
+    (numbers in the language's own separators: see `format_number`)."""
 
     def __init__(self, name: str, lang: str):
         self.name, self.lang = name, lang
         self.table = load_texts(name)[lang]
+        self._formatter = _LocalFormatter(lang)
 
     def __call__(self, key: str, **fmt) -> str:
         s = self.table[key]
-        return s.format(**fmt) if fmt else s
+        return self._formatter.format(s, **fmt) if fmt else s
+
+    def num(self, value, spec: str = "") -> str:
+        """One number written for this language (tables, legends, hover texts)."""
+        return format_number(value, spec, self.lang)
 
     def get(self, key: str, default: str = "") -> str:
         return self.table.get(key, default)

@@ -11,6 +11,13 @@ A page file only creates widgets and lays out figures; the numbers come from lib
     page.figure(fig, "entropy_vs_T", data={...})
     page.notice(); page.checks(results); page.try_this(); page.code(fn1, fn2); page.sources()
     page.finish()
+
+Teaching mode:
+- `page.predict(name, question, options, answer, why)` asks a question in
+  `st.container(key="predict-<name>")` and returns True once the visitor answered or clicked
+  "Show me"; the page draws the figure that answers it only then. `?reveal=1` reveals all.
+- `?view=present` (or the sidebar toggle) is the presenter view: large type, compact checks,
+  no "The code" and no downloads (`page.present`).
 """
 from __future__ import annotations
 
@@ -19,16 +26,31 @@ import time
 
 import streamlit as st
 
-from lib import runtime
-from lib.checks import CheckResult
-from lib.concepts import by_slug
-from lib.tokens import EmptyPrompt, Prompt, encode_prompt
+from lib.ui import runtime
+from lib.concepts.check_result import CheckResult
+from lib.concepts.catalog import by_slug
+from lib.model.tokens import EmptyPrompt, Prompt, encode_prompt
 from lib.ui.boot import leave_pages_folder_mode
 from lib.ui.download import figure_downloads
-from lib.ui.i18n import texts
+from lib.ui.i18n import SEPARATORS, texts
 from lib.ui.state import UrlState
 
 PROMPT_PARAM = "prompt"
+VIEW_PARAM, PRESENT = "view", "present"
+REVEAL_PARAM = "reveal"
+
+PRESENT_CSS = """<style>
+.stMainBlockContainer { max-width: 100% !important; padding-top: 2rem !important; }
+.stMarkdown p, .stMarkdown li, .stCaption p { font-size: 1.35rem !important; line-height: 1.5 !important; }
+h1 { font-size: 3rem !important; } h2, h3 { font-size: 2.1rem !important; }
+</style>"""
+
+
+def presenter_view() -> bool:
+    """True when this session shows the presenter view (`?view=present` or the sidebar toggle)."""
+    if st.query_params.get(VIEW_PARAM) == PRESENT:
+        st.session_state["present"] = True
+    return bool(st.session_state.get("present", False))
 
 
 class ConceptPage:
@@ -40,6 +62,11 @@ class ConceptPage:
         self.c = texts("common")
         self.notes: list[str] = []
         self.state = UrlState(slug, self.notes, self.c)
+        self.state.claimed.update({VIEW_PARAM, REVEAL_PARAM})
+        self.present = presenter_view()
+        self.reveal_all = st.query_params.get(REVEAL_PARAM) == "1"
+        if self.present:
+            st.html(PRESENT_CSS)
         self._n_fig = 0
         self._t0 = time.perf_counter()
         st.title(f"{self.concept.icon} {self.t('title')}")
@@ -98,12 +125,16 @@ class ConceptPage:
     def figure(self, fig, name: str, data: dict[str, list] | None = None, caption: str | None = None):
         """Show a Plotly figure with its HTML/CSV downloads."""
         self._n_fig += 1
-        fig.update_layout(margin=dict(l=10, r=10, t=50, b=10))
+        fig.update_layout(margin=dict(l=10, r=10, t=50, b=10), separators=SEPARATORS[self.t.lang])
+        if self.present:
+            fig.update_layout(font=dict(size=20))
         st.plotly_chart(fig, width="stretch", key=f"{self.slug}.fig{self._n_fig}",
                         config={"displaylogo": False,
                                 "toImageButtonOptions": {"filename": f"{self.slug}-{name}"}})
         if caption:
             st.caption(caption)
+        if self.present:
+            return
         figure_downloads(fig, f"{self.slug}-{name}", data,
                          {"html": self.c("download_html"), "csv": self.c("download_csv")},
                          key=f"{self.slug}.dl{self._n_fig}")
@@ -112,8 +143,40 @@ class ConceptPage:
         self.section("what_to_notice")
         st.markdown("\n".join(f"- {s}" for s in self.t.list("notice_")))
 
+    def predict(self, name: str, question: str, options, answer, why: str, format_func=str) -> bool:
+        """Predict, then reveal. Asks `question` with `options` in st.container(key="predict-<name>");
+        `answer` (one of the options) must come from this run. Returns True once the visitor
+        answered or clicked "Show me" (or the URL says `reveal=1`): draw the figure that
+        answers the question only then. The feedback says whether the guess was right and `why`."""
+        options = list(options)
+        box = st.container(key=f"predict-{name}", border=True)
+        box.markdown(f"**🤔 {self.c('predict_title')}** {question}")
+        key = f"{self.slug}.predict.{name}"
+        guess = box.radio(self.c("predict_label"), options, index=None, key=key, format_func=format_func,
+                          horizontal=True, label_visibility="collapsed")
+        shown = st.session_state.get(key + ".shown", False) or self.reveal_all
+        if guess is None and not shown:
+            if box.button(self.c("predict_show"), key=key + ".show"):
+                st.session_state[key + ".shown"] = True
+                shown = True
+        if guess is None and not shown:
+            box.caption(self.c("predict_hidden"))
+            return False
+        if guess is None:
+            box.info(self.c("predict_answer", answer=format_func(answer)) + " " + why)
+        elif guess == answer:
+            box.success(self.c("predict_right", answer=format_func(answer)) + " " + why)
+        else:
+            box.error(self.c("predict_wrong", answer=format_func(answer)) + " " + why)
+        return True
+
     def checks(self, results: list[CheckResult]) -> None:
         self.section("check_it")
+        if self.present:
+            n = sum(r.passed for r in results)
+            st.markdown(" ".join("✅" if r.passed else "❌" for r in results)
+                        + " " + self.c("checks_compact", n=n, total=len(results)))
+            return
         st.caption(self.c("check_caption"))
         for r in results:
             icon = "✅" if r.passed else "❌"
@@ -126,6 +189,8 @@ class ConceptPage:
             st.markdown(f"{i}. {s}")
 
     def code(self, *fns) -> None:
+        if self.present:
+            return
         self.section("the_code")
         st.caption(self.c("code_caption"))
         for fn in fns:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lib import model_loader, runtime
-from lib.concepts import CONCEPTS, GROUPS, PAGES_DIR
-from lib.model_loader import BUNDLED
+from lib.model import model_loader
+from lib.ui import runtime
+from lib.concepts.catalog import CONCEPTS, GROUPS, PAGES_DIR
+from lib.model.model_loader import BUNDLED
 from lib.ui.i18n import LANGS, current_lang, texts
 
 LANG_NAMES = {"en": "English", "id": "Bahasa Indonesia"}

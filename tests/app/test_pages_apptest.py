@@ -2,7 +2,7 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib.concepts import CONCEPTS
+from lib.concepts.catalog import CONCEPTS
 from tests.conftest import ROOT
 from lib.ui.i18n import load_texts
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.concepts import CONCEPTS
+from lib.concepts.catalog import CONCEPTS
 from lib.ui.i18n import load_texts
 from tests.conftest import ROOT
 
@@ -35,7 +35,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server():
     """A freshly started `streamlit run app.py` (the model is prepared but not yet loaded)."""
-    from lib import bundled_model
+    from lib.model import bundled_model
 
     bundled_model.prepare()
     port = free_port()

@@ -3,7 +3,7 @@ keeps row order, and running the model at another scale moves the next-token dis
 import numpy as np
 import pytest
 
-from lib import attention_scaling as A
+from lib.concepts.attention_scaling import attention_scaling as A
 
 pytestmark = pytest.mark.real_model
 PROMPT = "Alice gave Bob a book because she wanted him to read it before the exam."

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from lib import cache_policies as cp
-from lib.attention_mass import sink_mass
-from lib.policy_checks import masked_matches_evicting
-from lib.streaming_eval import nll_masked
+from lib.core.cache import policy as cp
+from lib.concepts.attention_sinks.attention_mass import sink_mass
+from lib.concepts.cache_policies.policy_checks import masked_matches_evicting
+from lib.concepts.cache_policies.streaming_eval import nll_masked
 
 pytestmark = pytest.mark.real_model
 

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from lib.beam_search import beam_search, select, sequence_logprob
-from lib.beam_search_hf import TableBackend, transformers_beam_search
+from lib.concepts.beam_search.beam_search import beam_search, select, sequence_logprob
+from lib.concepts.beam_search.beam_search_hf import TableBackend, transformers_beam_search
 
 pytestmark = pytest.mark.real_model
 PROMPT = "The capital of France is"

@@ -1,7 +1,7 @@
 """Chunked prefill on the real model: same logits and K/V as one forward pass."""
 import pytest
 
-from lib.chunked_prefill import chunked_vs_oneshot
+from lib.concepts.chunked_prefill.chunked_prefill import chunked_vs_oneshot
 
 pytestmark = pytest.mark.real_model
 

@@ -3,8 +3,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from lib.generate import continuation
-from lib.sampling import SamplingConfig
+from lib.decoding.generate import continuation
+from lib.decoding.sampling import SamplingConfig
 
 pytestmark = pytest.mark.real_model
 

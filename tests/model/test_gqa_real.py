@@ -1,7 +1,7 @@
 """GQA on the real model: 4 query heads over 1 K/V head equal MHA with the K/V repeated."""
 import pytest
 
-from lib import gqa
+from lib.concepts.gqa import gqa
 
 pytestmark = pytest.mark.real_model
 

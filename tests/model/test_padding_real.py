@@ -2,7 +2,7 @@
 prompt run alone."""
 import pytest
 
-from lib import padding as P
+from lib.concepts.padding_mask import padding as P
 
 pytestmark = pytest.mark.real_model
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from lib.generate import greedy
+from lib.decoding.generate import greedy
 
 pytestmark = pytest.mark.real_model
 TOL = 1e-4
@@ -10,8 +10,8 @@ TOL = 1e-4
 
 def test_prompt_facts(real_model):
     """The known next tokens for the classic prompt (see FACTS.md), through the app's loader."""
-    from lib.generate import next_token_logits
-    from lib.tokens import encode_prompt
+    from lib.decoding.generate import next_token_logits
+    from lib.model.tokens import encode_prompt
 
     p = encode_prompt(real_model.tokenizer, "The capital of France is")
     assert p.ids[0] == real_model.spec.bos_id

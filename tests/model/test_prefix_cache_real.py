@@ -1,7 +1,7 @@
 """Prefix caching on the real model: exact reuse, wrong at shifted positions, hash-chain misses."""
 import pytest
 
-from lib.prefix_cache import common_prefix_len, match_blocks, one_char_edit, reuse_at_shifted_positions, reuse_vs_recompute
+from lib.concepts.prefix_caching.prefix_cache import common_prefix_len, match_blocks, one_char_edit, reuse_at_shifted_positions, reuse_vs_recompute
 
 pytestmark = pytest.mark.real_model
 

@@ -2,11 +2,11 @@
 import pytest
 import torch
 
-from lib import activation_capture as ac
-from lib import kv_quant as kq
-from lib import memory_accounting as ma
-from lib import quantize as qz
-from lib.quantize import QuantSpec
+from lib.concepts.quantization import activation_capture as ac
+from lib.concepts.kv_quantization import kv_quant as kq
+from lib.concepts.model_memory import memory_accounting as ma
+from lib.concepts.quantization import quantize as qz
+from lib.concepts.quantization.quantize import QuantSpec
 
 pytestmark = pytest.mark.real_model
 TOL = 0.10

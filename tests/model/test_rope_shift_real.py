@@ -2,7 +2,7 @@
 recomputed ones; relabelled keys change the prediction."""
 import pytest
 
-from lib import rope_shift as R
+from lib.concepts.rope_shift import rope_shift as R
 
 pytestmark = pytest.mark.real_model
 PROMPT = "Alice gave Bob a book because she wanted him to read it before the exam."

@@ -8,8 +8,12 @@ import torch
 from transformers import (MinPLogitsWarper, SequenceBiasLogitsProcessor, TemperatureLogitsWarper,
                           TopKLogitsWarper, TopPLogitsWarper)
 
-from lib import generate, logit_bias, sampling, sampling_reference, sampling_stream, stable_softmax, top_k_top_p
-from lib.tokens import encode_prompt
+from lib.decoding import generate, sampling, sampling_stream
+from lib.concepts.logit_bias import logit_bias
+from lib.reference import sampling_reference
+from lib.concepts.stable_softmax import stable_softmax
+from lib.concepts.top_k_top_p import top_k_top_p
+from lib.model.tokens import encode_prompt
 
 pytestmark = pytest.mark.real_model
 PROMPTS = ("The capital of France is", "Once upon a time, in a small village by the sea,", "def fibonacci(n):")

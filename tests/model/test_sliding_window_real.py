@@ -1,9 +1,10 @@
 """The sliding-window claims on the real Gemma 3 270M (short texts, small windows)."""
 import pytest
 
-from lib import cache_policies as cp
-from lib import fact_distance, policy_checks
-from lib.long_text import long_text
+from lib.core.cache import policy as cp
+from lib.concepts.sliding_window import fact_distance
+from lib.concepts.cache_policies import policy_checks
+from lib.model.long_text import long_text
 
 pytestmark = pytest.mark.real_model
 

@@ -2,13 +2,13 @@
 import pytest
 import torch
 
-from lib import speculative as S
-from lib.drafts import EngineDraft, PromptLookupDraft, early_exit_distributions, frequent_tokens
-from lib.generate import greedy
-from lib.long_text import long_text
-from lib.sampling import SamplingConfig
-from lib.speculative_decode import SpeculativeDecoder, speculative_generate
-from lib.speculative_speed import EASY_PROMPT
+from lib.concepts.speculative import speculative as S
+from lib.concepts.speculative.drafts import EngineDraft, PromptLookupDraft, early_exit_distributions, frequent_tokens
+from lib.decoding.generate import greedy
+from lib.model.long_text import long_text
+from lib.decoding.sampling import SamplingConfig
+from lib.concepts.speculative.speculative_decode import SpeculativeDecoder, speculative_generate
+from lib.concepts.speculative_speed.speculative_speed import EASY_PROMPT
 
 pytestmark = pytest.mark.real_model
 PROMPT = "The capital of France is"

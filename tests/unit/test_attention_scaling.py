@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from lib import attention_scaling as A
-from lib.engine import Engine
-from lib.model_spec import spec_from_config
+from lib.concepts.attention_scaling import attention_scaling as A
+from lib.core.engine import Engine
+from lib.core.spec import spec_from_config
 from tests.conftest import tiny_gemma3
 
 

@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from lib.beam_rerank import crossing_alpha, probability_view, score_lines, sweep
-from lib.beam_search import (FINISHED, KEPT, PRUNED, BeamRecord, Hypothesis, beam_search,
-                             normalized_score, select)
-from lib.beam_search_hf import transformers_beam_search
+from lib.concepts.beam_search.beam_rerank import crossing_alpha, probability_view, score_lines, sweep
+from lib.concepts.beam_search.beam_search import FINISHED, KEPT, PRUNED, BeamRecord, Hypothesis, beam_search, normalized_score, select
+from lib.concepts.beam_search.beam_search_hf import transformers_beam_search
 from tests.conftest import tiny_gemma3
 
 # Prompts and end tokens picked so that hypotheses of many lengths finish (1..10 tokens) and
@@ -24,8 +23,8 @@ def tiny():
     """Tiny model + our engine on it. One intra-op thread while this module runs: the tiny
     matmuls gain nothing from a second thread, and on a busy 2-core machine the OpenMP
     hand-off costs ~20x the CPU time."""
-    from lib.engine import Engine
-    from lib.model_spec import spec_from_config
+    from lib.core.engine import Engine
+    from lib.core.spec import spec_from_config
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -120,7 +119,7 @@ def test_record_is_consistent(tiny):
 
 
 def test_one_beam_with_early_stopping_is_greedy(tiny):
-    from lib.generate import greedy
+    from lib.decoding.generate import greedy
 
     _, eng = tiny
     for prompt, eos in ((P1, E1), (P2, E2)):

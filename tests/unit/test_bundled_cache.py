@@ -1,6 +1,6 @@
 """The model cache folder: complete ones load, partial or corrupt ones are detected."""
-from lib import bundled_model
-from lib.bundled_model import MANIFEST, is_complete, write_manifest
+from lib.model import bundled_model
+from lib.model.bundled_model import MANIFEST, is_complete, write_manifest
 
 
 def make(folder):

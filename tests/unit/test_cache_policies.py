@@ -3,13 +3,13 @@ import numpy as np
 import pytest
 import torch
 
-from lib import cache_policies as cp
-from lib.engine import Engine
-from lib.engine_hooks import Recorder
-from lib.kv_eviction import Cancelled, new_evicting_cache, step
-from lib.model_spec import spec_from_config
-from lib.policy_masks import policy_hooks
-from lib.streaming_eval import nll_evicting, nll_masked, nll_recompute, running_perplexity, token_nll
+from lib.core.cache import policy as cp
+from lib.core.engine import Engine
+from lib.core.hooks import Recorder
+from lib.core.cache.evicting import Cancelled, new_evicting_cache, step
+from lib.core.spec import spec_from_config
+from lib.concepts.cache_policies.policy_masks import policy_hooks
+from lib.concepts.cache_policies.streaming_eval import nll_evicting, nll_masked, nll_recompute, running_perplexity, token_nll
 from tests.conftest import tiny_gemma3
 
 N = 28

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 import torch
 
-from lib.chunked_prefill import StepCosts, chunked_vs_oneshot, measure_costs
-from lib.engine import Engine
-from lib.model_spec import spec_from_config
-from lib.scheduler_sim import SimRequest, scenario, simulate, sweep_chunks
+from lib.concepts.chunked_prefill.chunked_prefill import StepCosts, chunked_vs_oneshot, measure_costs
+from lib.core.engine import Engine
+from lib.core.spec import spec_from_config
+from lib.concepts.chunked_prefill.scheduler_sim import SimRequest, scenario, simulate, sweep_chunks
 from tests.conftest import tiny_gemma3
 
 COSTS = StepCosts((16, 64, 256), (0.02, 0.06, 0.22), (1, 4), (0.01, 0.013), 64)  # hand-made, for the bookkeeping

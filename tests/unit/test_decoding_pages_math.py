@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from lib import logit_bias as lb
-from lib import stable_softmax as ss
-from lib import top_k_top_p as tkp
+from lib.concepts.logit_bias import logit_bias as lb
+from lib.concepts.stable_softmax import stable_softmax as ss
+from lib.concepts.top_k_top_p import top_k_top_p as tkp
 
 PROBS = torch.tensor([0.1, 0.5, 0.05, 0.2, 0.15])
 LOGITS = PROBS.log()
@@ -34,7 +34,7 @@ def test_order_effect_temperature_after_top_p_keeps_a_constant_set():
 
 
 def test_nucleus_margins_say_reached_and_minimal():
-    from lib.sampling import top_p_mask
+    from lib.decoding.sampling import top_p_mask
     reach, minimal = tkp.nucleus_margins(LOGITS, top_p_mask(LOGITS, 0.8), 0.8)
     assert reach >= 0 and minimal > 0
     too_big = torch.tensor([True] * 5)
@@ -145,7 +145,7 @@ def test_odds_ratio_is_e_to_the_b_over_t_and_other_odds_unchanged(b, T):
 
 def test_odds_report_detects_a_wrong_bias():
     """The measurement is not tautological: a bias on a second token breaks 'others unchanged'."""
-    from lib.sampling import SamplingConfig, run_pipeline
+    from lib.decoding.sampling import SamplingConfig, run_pipeline
     x = torch.randn(10, generator=torch.Generator().manual_seed(0))
     good = run_pipeline(x, SamplingConfig(1.0, bias=((3, 2.0),))).probs
     bad = run_pipeline(x, SamplingConfig(1.0, bias=((3, 2.0), (5, 0.1)))).probs

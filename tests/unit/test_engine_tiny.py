@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from lib.engine import Engine
-from lib.engine_hooks import Recorder
-from lib.model_spec import spec_from_config
+from lib.core.engine import Engine
+from lib.core.hooks import Recorder
+from lib.core.spec import spec_from_config
 from tests.conftest import tiny_gemma3, tiny_llama
 
 TOL = 1e-5

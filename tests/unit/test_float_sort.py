@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from lib.float_sort import order_keys, sort_floats
+from lib.decoding.float_sort import order_keys, sort_floats
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from lib.gguf_file import GGUFFile
+from lib.model.gguf_file import GGUFFile
 
 
 @pytest.fixture()

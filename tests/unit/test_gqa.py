@@ -1,9 +1,9 @@
 """Grouped-query attention: equals MHA with repeated K/V; cache bytes formula = tensor bytes."""
 import torch
 
-from lib import gqa
-from lib.engine import Engine, attention_mask
-from lib.model_spec import spec_from_config
+from lib.concepts.gqa import gqa
+from lib.core.engine import Engine, attention_mask
+from lib.core.spec import spec_from_config
 from tests.conftest import tiny_gemma3, tiny_llama
 
 

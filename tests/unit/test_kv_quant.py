@@ -2,13 +2,13 @@
 import pytest
 import torch
 
-from lib import activation_capture as ac
-from lib import kv_quant as kq
-from lib import memory_accounting as ma
-from lib.engine import Engine
-from lib.model_spec import spec_from_config
-from lib.quantize import QuantSpec, storage_bytes
-from lib.window_kv_cache import RingKVCache, ring_capacities
+from lib.concepts.quantization import activation_capture as ac
+from lib.concepts.kv_quantization import kv_quant as kq
+from lib.concepts.model_memory import memory_accounting as ma
+from lib.core.engine import Engine
+from lib.core.spec import spec_from_config
+from lib.concepts.quantization.quantize import QuantSpec, storage_bytes
+from lib.core.cache.ring import RingKVCache, ring_capacities
 from tests.conftest import tiny_gemma3
 
 

@@ -5,8 +5,8 @@ import shutil
 import pytest
 import torch
 
-from lib import model_loader
-from lib.model_loader import ModelLoadError
+from lib.model import model_loader
+from lib.model.model_loader import ModelLoadError
 from tests.conftest import tiny_llama
 
 

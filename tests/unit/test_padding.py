@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from lib import padding as P
-from lib.engine import Engine
-from lib.model_spec import spec_from_config
+from lib.concepts.padding_mask import padding as P
+from lib.core.engine import Engine
+from lib.core.spec import spec_from_config
 from tests.conftest import tiny_gemma3, tiny_llama
 
 PROMPTS = ((1, 5, 9), (2, 7, 11, 13, 17, 19, 23), (3, 4), (8, 6, 10, 12, 14))

@@ -2,10 +2,10 @@
 import pytest
 import torch
 
-from lib.engine import Engine
-from lib.model_spec import spec_from_config
-from lib.paged_attention import paged_vs_contiguous
-from lib.paged_generation import Request, run_requests
+from lib.core.engine import Engine
+from lib.core.spec import spec_from_config
+from lib.concepts.paged_blocks.paged_attention import paged_vs_contiguous
+from lib.concepts.paged_blocks.paged_generation import Request, run_requests
 from tests.conftest import tiny_gemma3
 
 

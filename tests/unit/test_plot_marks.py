@@ -3,7 +3,7 @@ import math
 
 import plotly.graph_objects as go
 
-from lib.plots.marks import log_x_vline, log_y_hline
+from lib.concepts.plot_marks import log_x_vline, log_y_hline
 
 
 def test_labels_are_placed_in_log10_units():

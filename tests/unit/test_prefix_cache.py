@@ -2,10 +2,9 @@
 import pytest
 import torch
 
-from lib.engine import Engine
-from lib.model_spec import spec_from_config
-from lib.prefix_cache import (common_prefix_len, match_blocks, reuse_at_shifted_positions,
-                              reuse_vs_recompute, token_diff)
+from lib.core.engine import Engine
+from lib.core.spec import spec_from_config
+from lib.concepts.prefix_caching.prefix_cache import common_prefix_len, match_blocks, reuse_at_shifted_positions, reuse_vs_recompute, token_diff
 from tests.conftest import tiny_gemma3
 
 

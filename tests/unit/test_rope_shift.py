@@ -4,10 +4,10 @@ import math
 import numpy as np
 import torch
 
-from lib import rope_shift as R
-from lib.engine import Engine
-from lib.model_spec import spec_from_config
-from lib.rope import inv_frequencies
+from lib.concepts.rope_shift import rope_shift as R
+from lib.core.engine import Engine
+from lib.core.spec import spec_from_config
+from lib.core.rope import inv_frequencies
 from tests.conftest import tiny_gemma3, tiny_llama
 
 

@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from lib import sampling as s
-from lib import sampling_reference as ref
+from lib.decoding import sampling as s
+from lib.reference import sampling_reference as ref
 
 # probabilities 0.5, 0.2, 0.15, 0.1, 0.05 (as logits), in a shuffled order
 PROBS = torch.tensor([0.1, 0.5, 0.05, 0.2, 0.15])

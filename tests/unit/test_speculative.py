@@ -4,15 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from lib import speculative as S
-from lib.drafts import EngineDraft, PromptLookupDraft, early_exit_distributions, early_exit_forward
-from lib.engine import Engine
-from lib.generate import greedy
-from lib.model_spec import spec_from_config
-from lib.sampling import SamplingConfig
-from lib.speculative_decode import SpeculativeDecoder, plain_decode, speculative_generate
-from lib.speculative_speed import (block_expectation, expected_speedup, expected_tokens_per_call,
-                                   tokens_per_call_sd)
+from lib.concepts.speculative import speculative as S
+from lib.concepts.speculative.drafts import EngineDraft, PromptLookupDraft, early_exit_distributions, early_exit_forward
+from lib.core.engine import Engine
+from lib.decoding.generate import greedy
+from lib.core.spec import spec_from_config
+from lib.decoding.sampling import SamplingConfig
+from lib.concepts.speculative.speculative_decode import SpeculativeDecoder, plain_decode, speculative_generate
+from lib.concepts.speculative_speed.speculative_speed import block_expectation, expected_speedup, expected_tokens_per_call, tokens_per_call_sd
 from tests.conftest import tiny_gemma3, tiny_llama
 
 @pytest.fixture(autouse=True, scope="module")

@@ -1,10 +1,10 @@
 """The static (CUDA-graph-ready) cache gives the same results as the growing cache."""
 import torch
 
-from lib.engine import Engine
-from lib.generate import greedy
-from lib.model_spec import spec_from_config
-from lib.static_cache import GraphedGreedyDecoder, StaticKVCache
+from lib.core.engine import Engine
+from lib.decoding.generate import greedy
+from lib.core.spec import spec_from_config
+from lib.core.cache.static import GraphedGreedyDecoder, StaticKVCache
 from tests.conftest import tiny_gemma3
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib import temperature as tm
+from lib.concepts.temperature import temperature as tm
 
 LOGITS = torch.tensor([2.0, 1.0, 0.5, -1.0, -3.0, 0.0])
 

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from lib.concepts import CONCEPTS
+from lib.concepts.catalog import CONCEPTS
 from lib.ui.i18n import TEXT_DIR, load_texts
 
 FILES = sorted(p.stem for p in TEXT_DIR.glob("*.toml"))

@@ -1,8 +1,8 @@
 """The streamed-generation view: per-stage records of one step and the hover text built from them."""
 import torch
 
-from lib.sampling import SamplingConfig, run_pipeline
-from lib.sampling_stream import describe_step
+from lib.decoding.sampling import SamplingConfig, run_pipeline
+from lib.decoding.sampling_stream import describe_step
 from lib.ui.token_view import steps_table, tokens_html
 
 LABELS = {"model": "model", "final": "final", "rank": "rank", "kept": "kept",

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from lib.vocab_matrix import VocabMatrix
+from lib.core.vocab_matrix import VocabMatrix
 
 
 @pytest.mark.parametrize("V", [262_144 // 64, 1000, 997])   # divisible by 32, by 8 only, prime

@@ -1,0 +1,150 @@
+"""transformers' own beam search code, fed by this project's model: the live reference.
+
+The page cannot keep transformers' copy of the model (the app frees it to save memory), so
+the *unmodified* algorithm `transformers.GenerationMixin._beam_search` is handed a thin
+adapter that answers its forward calls from one of two backends:
+
+    EngineBackend : the engine itself    prefill -> engine.forward(prompt, new KVCache)
+                                         step    -> engine.forward(last tokens (B, 1), cache)
+                                         gather  -> KVCache.reorder(beam_idx)
+    TableBackend  : a table of the engine's logits, keyed by generated token sequence, that
+                    `lib.concepts.beam_search.beam_search.beam_search(..., logits_table=...)` filled while it ran.
+                    Asking for a sequence the search never computed raises KeyError.
+
+Which beams run does not depend on alpha, so one recorded search answers transformers' calls
+for every (alpha, early_stopping) without running the model again. (Parity with transformers'
+full `generate` on its own model is tested in tests/unit and tests/model.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import GenerationConfig, GenerationMixin
+from transformers.generation.logits_process import LogitsProcessorList
+from transformers.generation.stopping_criteria import (EosTokenCriteria, MaxLengthCriteria,
+                                                       StoppingCriteriaList)
+
+from lib.concepts.beam_search.beam_search import BeamRecord, beam_search, select
+from lib.core.engine import Engine
+
+
+class EngineBackend:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def prefill(self, ids: torch.Tensor, capacity: int):
+        """ids (B, P), identical rows -> (logits (B, 1, V), KV cache with B rows)."""
+        cache = self.engine.new_cache(1, capacity=capacity)
+        logits = self.engine.forward(ids[:1], cache)                       # (1, 1, V)
+        cache.reorder(torch.zeros(ids.shape[0], dtype=torch.long, device=ids.device))
+        return logits.expand(ids.shape[0], -1, -1), cache
+
+    def step(self, ids: torch.Tensor, cache) -> torch.Tensor:
+        return self.engine.forward(ids, cache)                             # (B, 1, V)
+
+    def reorder(self, cache, beam_idx: torch.Tensor):
+        cache.reorder(beam_idx.long())
+        return cache
+
+
+class TableBackend:
+    """Serves logits recorded by a search; the 'cache' is each row's generated tokens."""
+
+    def __init__(self, table: dict[tuple[int, ...], torch.Tensor]):
+        self.table = table
+
+    def _rows(self, seqs):
+        return torch.stack([self.table[s] for s in seqs])[:, None, :]       # (B, 1, V)
+
+    def prefill(self, ids: torch.Tensor, capacity: int):
+        seqs = [()] * ids.shape[0]
+        return self._rows(seqs), seqs
+
+    def step(self, ids: torch.Tensor, seqs: list) -> torch.Tensor:
+        seqs[:] = [s + (int(t),) for s, t in zip(seqs, ids[:, -1].tolist())]
+        return self._rows(seqs)
+
+    def reorder(self, seqs: list, beam_idx: torch.Tensor):
+        return [seqs[i] for i in beam_idx.tolist()]
+
+
+@dataclass
+class _Out:
+    logits: torch.Tensor  # (B, 1, V)
+
+
+class _ForGeneration(GenerationMixin):
+    """Just enough of a transformers model for `_beam_search`: forward, prefill, cache reorder."""
+
+    class _Config:
+        is_encoder_decoder = False
+
+    def __init__(self, backend):
+        self.backend, self.config = backend, self._Config()
+
+    def _prefill(self, input_ids, generation_config, model_kwargs, is_first_iteration=True):
+        logits, model_kwargs["cache"] = self.backend.prefill(input_ids, generation_config.max_length)
+        return _Out(logits)
+
+    def _update_model_kwargs_for_generation(self, outputs, model_kwargs, **_):
+        return model_kwargs
+
+    def prepare_inputs_for_generation(self, input_ids, next_sequence_length=None, **kwargs):
+        return {"ids": input_ids[:, -1:], "cache": kwargs["cache"]}
+
+    def __call__(self, ids, cache, return_dict=True):
+        return _Out(self.backend.step(ids, cache))
+
+    def _reorder_cache(self, cache, beam_idx):
+        return self.backend.reorder(cache, beam_idx)
+
+
+def transformers_beam_search(backend, prompt_ids, num_beams: int, max_new_tokens: int,
+                             length_penalty: float = 1.0, early_stopping=False,
+                             eos_ids=()) -> tuple[tuple[int, ...], float]:
+    """(generated tokens, sequences_score) from transformers' `_beam_search` on a backend
+    (an Engine is wrapped in EngineBackend)."""
+    if isinstance(backend, Engine):
+        backend = EngineBackend(backend)
+    ids = torch.tensor([list(prompt_ids)] * num_beams)                     # (num_beams, P)
+    P = ids.shape[1]
+    cfg = GenerationConfig(num_beams=num_beams, length_penalty=float(length_penalty),
+                           early_stopping=early_stopping, max_length=P + max_new_tokens,
+                           num_return_sequences=1, do_sample=False,
+                           return_dict_in_generate=True, output_scores=True)
+    ends = sorted(set(int(e) for e in eos_ids))
+    cfg._eos_token_tensor = torch.tensor(ends) if ends else None
+    cfg._pad_token_tensor = None
+    criteria = [MaxLengthCriteria(P + max_new_tokens)] + ([EosTokenCriteria(ends)] if ends else [])
+    out = _ForGeneration(backend)._beam_search(ids, LogitsProcessorList(), StoppingCriteriaList(criteria),
+                                               cfg, use_cache=True)
+    return tuple(out.sequences[0, P:].tolist()), float(out.sequences_scores[0])
+
+
+@dataclass(frozen=True)
+class Parity:
+    alpha: float
+    early_stopping: object
+    ours: tuple[tuple[int, ...], float]      # (tokens, score) read off our record by `select`
+    theirs: tuple[tuple[int, ...], float]    # transformers' _beam_search on the same logits
+
+    @property
+    def same(self) -> bool:
+        return self.ours == self.theirs
+
+
+def search_with_parity(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int,
+                       eos_ids, alphas, modes) -> tuple[BeamRecord, list[Parity]]:
+    """One search run to max_new_tokens (the record the page re-ranks), then transformers'
+    `_beam_search` replayed on its logits for every alpha x early_stopping mode."""
+    table: dict[tuple[int, ...], torch.Tensor] = {}
+    rec = beam_search(engine, prompt_ids, num_beams, max_new_tokens, eos_ids=eos_ids,
+                      run_to_max=True, logits_table=table)
+    backend, out = TableBackend(table), []
+    for alpha in alphas:
+        for es in modes:
+            s = select(rec, alpha, es)
+            theirs = transformers_beam_search(backend, rec.prompt_ids, num_beams, max_new_tokens, alpha, es, eos_ids)
+            out.append(Parity(float(alpha), es, (rec.hypotheses[s.best].tokens, s.score), theirs))
+    return rec, out

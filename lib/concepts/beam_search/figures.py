@@ -1,0 +1,119 @@
+"""Figures for the beam-search page (data in, Plotly figure out; no model calls)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lib.concepts.beam_search.beam_search import FINISHED, KEPT, BeamRecord
+
+COLORS = {KEPT: "#1f77b4", FINISHED: "#2ca02c", "cut": "#ff7f0e", "pruned": "#b0b0b0", "win": "#d62728"}
+
+
+def winner_path(record: BeamRecord, hyp_index: int) -> set[int]:
+    node, path = record.hypotheses[hyp_index].node, set()
+    while node >= 0:
+        path.add(node)
+        node = record.candidates[node].parent
+    return path
+
+
+def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, float], winner: int,
+                stop_step: int, labels: dict[str, str]) -> go.Figure:
+    """Beam tree: x = generated token number, y = the candidate's rank by Σ log p at its step
+    (best on top). Kept beams blue, finished hypotheses green (orange if cut at
+    max_new_tokens), pruned grey; the winner's path red. `scores` maps candidate index ->
+    normalized score for finished ones (hover)."""
+    y = np.array([-float(c.rank) for c in record.candidates])   # root (the prompt) at y = 0
+    win = winner_path(record, winner)
+    fig = go.Figure()
+    ex, ey, wx, wy = [], [], [], []
+    for i, c in enumerate(record.candidates):
+        px, py = (0, 0.0) if c.parent < 0 else (c.step, y[c.parent])
+        xs, ys = (wx, wy) if i in win else (ex, ey)
+        xs += [px, c.step + 1, None]
+        ys += [py, y[i], None]
+    fig.add_scatter(x=ex, y=ey, mode="lines", line=dict(color="rgba(150,150,150,0.35)", width=1),
+                    hoverinfo="skip", showlegend=False)
+    fig.add_scatter(x=wx, y=wy, mode="lines", line=dict(color=COLORS["win"], width=3.5),
+                    hoverinfo="skip", name=labels["winner"])
+    groups = {"pruned": [], KEPT: [], FINISHED: [], "cut": []}
+    for i, c in enumerate(record.candidates):
+        key = c.fate if c.fate != FINISHED else (FINISHED if c.ends else "cut")
+        groups["pruned" if key == "pruned" else key].append(i)
+    style = {"pruned": dict(size=6, symbol="circle", opacity=0.45),
+             KEPT: dict(size=10, symbol="circle", opacity=1.0),
+             FINISHED: dict(size=14, symbol="star", opacity=1.0),
+             "cut": dict(size=11, symbol="square", opacity=1.0)}
+    for key, idx in groups.items():
+        if not idx:
+            continue
+        cs = [record.candidates[i] for i in idx]
+        hover = []
+        for i, c in zip(idx, cs):
+            h = labels["hover"].format(tok=token_texts[i], n=c.step + 1, lp=c.logprob, cum=c.cum_logprob,
+                                       fate=labels[f"fate_{key}"], rank=c.rank + 1)
+            if i in scores:
+                h += "<br>" + labels["hover_score"].format(score=scores[i])
+            hover.append(h)
+        st = style[key]
+        fig.add_scatter(
+            x=[c.step + 1 for c in cs], y=[y[i] for i in idx], name=labels[f"fate_{key}"],
+            mode="markers" if key == "pruned" else "markers+text",
+            text=None if key == "pruned" else [token_texts[i] for i in idx],
+            textposition="top center", textfont=dict(size=10),
+            marker=dict(size=st["size"], symbol=st["symbol"], color=COLORS[key], opacity=st["opacity"],
+                        line=dict(width=[2 if i in win else 0 for i in idx], color=COLORS["win"])),
+            hovertext=hover, hoverinfo="text")
+    fig.add_scatter(x=[0], y=[0], mode="markers+text", text=[labels["prompt"]], textposition="bottom center",
+                    marker=dict(size=12, color="black", symbol="diamond"), hoverinfo="skip", showlegend=False)
+    if stop_step < record.n_steps - 1:
+        fig.add_vrect(x0=stop_step + 1.5, x1=record.n_steps + 0.5, fillcolor="grey", opacity=0.12, line_width=0,
+                      annotation_text=labels["after_stop"], annotation_position="top left")
+    fig.update_xaxes(title_text=labels["x"], dtick=1, range=[-1.2, record.n_steps + 0.7])
+    K = max((c.rank for c in record.candidates), default=0) + 1
+    fig.update_yaxes(title_text=labels["y"], tickvals=[-r for r in range(K)], ticktext=[str(r + 1) for r in range(K)],
+                     range=[-K + 0.4, 0.8])
+    fig.update_layout(title=labels["title"], height=max(420, 24 * K + 160), hovermode="closest",
+                      legend=dict(orientation="h", y=-0.12, yanchor="top", x=0, xanchor="left"))
+    return fig
+
+
+def score_vs_alpha_figure(alphas, lines: np.ndarray, names: list[str], winners: np.ndarray, show: list[int],
+                          alpha_now: float, flips, labels: dict[str, str]) -> go.Figure:
+    """Each shown hypothesis' score S / L^alpha, drawn as -score on a reversed log axis (higher
+    = better): log(-S / L^alpha) = log(-S) - alpha log L is a straight line of slope -log L,
+    so lines of different lengths cross once. The winning stretch of each line is thick."""
+    fig = go.Figure()
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+    for j, h in enumerate(show):
+        color = palette[j % len(palette)]
+        fig.add_scatter(x=alphas, y=-lines[h], customdata=lines[h], mode="lines", name=names[h],
+                        line=dict(color=color, width=1.5), legendgroup=str(h),
+                        hovertemplate="α=%{x:.2f}<br>score=%{customdata:.4f}<extra>" + names[h] + "</extra>")
+        wins = np.where(winners == h, -lines[h], np.nan)
+        if np.isfinite(wins).any():
+            fig.add_scatter(x=alphas, y=wins, mode="lines", line=dict(color=color, width=6), opacity=0.5,
+                            legendgroup=str(h), showlegend=False, hoverinfo="skip")
+    for f in flips:
+        fig.add_vline(x=f.alpha, line_dash="dot", line_color="black",
+                      annotation_text=labels["flip"].format(a=f.alpha), annotation_position="bottom right")
+    fig.add_vline(x=alpha_now, line_color=COLORS["win"], line_width=2,
+                  annotation_text=labels["now"].format(a=alpha_now), annotation_position="top left")
+    fig.update_xaxes(title_text=labels["x"])
+    fig.update_yaxes(title_text=labels["y"], type="log", autorange="reversed")
+    fig.update_layout(title=labels["title"], height=520,
+                      legend=dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left"))
+    return fig
+
+
+def probability_figure(names: list[str], seq_prob, exp_score, labels: dict[str, str]) -> go.Figure:
+    """Sequence probability e^S next to e^score for each hypothesis (log scale)."""
+    fig = go.Figure()
+    fig.add_bar(x=names, y=seq_prob, name=labels["p"], marker_color="#1f77b4",
+                hovertemplate="%{x}<br>%{y:.3e}<extra></extra>")
+    fig.add_bar(x=names, y=exp_score, name=labels["q"], marker_color="#ff7f0e",
+                hovertemplate="%{x}<br>%{y:.3e}<extra></extra>")
+    fig.update_yaxes(type="log", title_text=labels["y"])
+    fig.update_layout(title=labels["title"], barmode="group", height=420,
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    return fig

@@ -1,0 +1,94 @@
+"""Live checks of the cache policies on real tokens (used by the pages' check panels).
+
+- evicted_attention: run a masked forward and read every layer's attention probabilities:
+  the weight on evicted keys must be exactly 0 and every row must still sum to 1.
+- eviction_matches_mask: one token at a time on a cache that really evicts, against one
+  masked forward: the final hidden states must agree, and the evicting cache's bytes must
+  equal the kv_bytes formula.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from lib.core.cache.policy import CachePolicy, kv_bytes, visible
+from lib.core.hooks import Recorder
+from lib.core.cache.evicting import new_evicting_cache, step
+from lib.concepts.cache_policies.policy_masks import policy_hooks
+
+
+@dataclass
+class ZeroAttention:
+    pairs: int          # evicted (layer, head, query, key) entries checked
+    max_weight: float   # largest attention weight among them (0.0 when eviction is exact)
+    row_sum_err: float  # max |sum of a row - 1|
+
+
+@torch.inference_mode()
+def evicted_attention(engine, ids: tuple[int, ...], policy: CachePolicy) -> ZeroAttention:
+    x = torch.tensor([list(ids)], device=engine.device)
+    N = x.shape[1]
+    cache = engine.new_cache(1, N)
+    rec = Recorder({"probs"})
+    hooks = {**policy_hooks(engine, cache, policy), **rec.hooks()}
+    engine.forward(x, cache, hooks=hooks, logits="none")
+    pos = torch.arange(N)
+    pairs, mx, err = 0, 0.0, 0.0
+    for l in range(engine.spec.n_layers):
+        p = rec[("probs", l)][0].float()                              # (H, T, S)
+        gone = ~visible(policy, engine.spec, l, pos, pos)             # (T, S)
+        gone &= pos[None, :] <= pos[:, None]                          # only keys in the past
+        pairs += int(gone.sum()) * p.shape[0]
+        if gone.any():
+            mx = max(mx, float(p[:, gone].max()))
+        err = max(err, float((p.sum(-1) - 1).abs().max()))
+    return ZeroAttention(pairs, mx, err)
+
+
+@dataclass
+class EvictionParity:
+    max_diff: float      # max |hidden(evicting) - hidden(masked)| over all steps
+    scale: float         # max |hidden(masked)|: Gemma's final hidden states are large
+    held: int            # entries the evicting cache holds at the end (all layers)
+    full: int            # entries a dense cache would hold
+    measured_bytes: int  # KVCache.nbytes() of the evicting cache
+    formula_bytes: int   # cache_policies.kv_bytes
+
+    @property
+    def rel_diff(self) -> float:
+        return self.max_diff / max(self.scale, 1e-30)
+
+
+@torch.inference_mode()
+def eviction_matches_mask(engine, ids: tuple[int, ...], policy: CachePolicy) -> EvictionParity:
+    x = torch.tensor([list(ids)], device=engine.device)
+    N = x.shape[1]
+    cache = engine.new_cache(1, N)
+    masked = engine.forward(x, cache, hooks=policy_hooks(engine, cache, policy), logits="none")[0]  # (N, D)
+    ec = new_evicting_cache(engine, policy)
+    diff = 0.0
+    for t in range(N):
+        h = step(ec, engine, int(x[0, t]), logits="none")[0, -1]                   # (D,)
+        diff = max(diff, float((h.float() - masked[t].float()).abs().max()))
+    held = sum(ec.cache.length(l) for l in range(engine.spec.n_layers))
+    bpe = ec.cache.keys(0).element_size()
+    return EvictionParity(diff, float(masked.abs().max()), held, N * engine.spec.n_layers, ec.cache.nbytes(),
+                          kv_bytes(policy, engine.spec, N, bpe))
+
+
+@dataclass
+class NllParity:
+    max_diff: float     # max |NLL(masked) - NLL(evicting)| in nats
+    n: int              # positions compared
+    after: int          # of which after eviction started (t >= window + sinks)
+
+
+def masked_matches_evicting(engine, ids: tuple[int, ...], policy: CachePolicy, chunk: int = 16) -> NllParity:
+    """streaming_eval.nll_masked (chunks) against nll_evicting (one token at a time)."""
+    from lib.concepts.cache_policies.streaming_eval import nll_evicting, nll_masked
+
+    a = nll_masked(engine, ids, policy, chunk)
+    b = nll_evicting(engine, ids, policy)
+    start = (policy.window or len(ids)) + policy.sinks
+    return NllParity(float(abs(a.nll - b.nll).max()), len(a.nll), int((a.positions >= start).sum()))

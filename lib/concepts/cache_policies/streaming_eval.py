@@ -1,0 +1,147 @@
+"""Streaming evaluation: per-token negative log-likelihood of a long text under a cache policy.
+
+    nll[i] = -ln p(ids[t_i + 1] | what the policy lets position t_i read)       (nats)
+
+Three implementations of the same quantity:
+  nll_evicting  — the reference: one token per forward on a cache that really evicts.
+  nll_masked    — the fast equivalent: chunks of tokens, evicted keys masked to weight 0
+                  (a test proves it equals nll_evicting on a short text).
+  nll_recompute — sliding window with recompute: every step re-encodes the last W tokens
+                  from scratch at positions 0..W-1 (O(T * W) work; `stride` evaluates
+                  every stride-th position to keep it affordable).
+All take `progress(done, total)`; returning False cancels (raises Cancelled).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from lib.core.cache.policy import CachePolicy
+from lib.core.cache.evicting import Cancelled, new_evicting_cache, report, step  # noqa: F401  (re-export)
+from lib.concepts.cache_policies.policy_masks import policy_hooks
+
+
+@dataclass
+class StreamResult:
+    label: str              # policy label
+    positions: np.ndarray   # (N,) t: the position whose next token is scored
+    nll: np.ndarray         # (N,) nats
+    seconds: float          # wall time of this evaluation
+
+    def perplexity(self, mask: np.ndarray | None = None) -> float:
+        """exp(mean nll) over all scored positions (or those where mask is True)."""
+        x = self.nll if mask is None else self.nll[mask]
+        return float(np.exp(x.mean())) if len(x) else float("nan")
+
+
+def token_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """logits (T, V), targets (T,) -> (T,) -ln softmax(logits)[target] = logsumexp - logit."""
+    x = logits.float()
+    return torch.logsumexp(x, -1) - x.gather(-1, targets[:, None])[:, 0]
+
+
+def running_perplexity(nll: np.ndarray) -> np.ndarray:
+    """(N,) -> (N,) exp(mean of nll[:i+1])."""
+    nll = np.asarray(nll, dtype=np.float64)
+    return np.exp(np.cumsum(nll) / np.arange(1, len(nll) + 1))
+
+
+def _check(ids, need: int = 2) -> torch.Tensor:
+    if len(ids) < need:
+        raise ValueError(f"the text needs at least {need} tokens, got {len(ids)}")
+    return torch.tensor([list(ids)], dtype=torch.long)
+
+
+@torch.inference_mode()
+def nll_masked(engine, ids, policy: CachePolicy, chunk: int = 128, progress=None) -> StreamResult:
+    """Fast path: chunks of `chunk` tokens; the cache keeps everything, masks do the evicting."""
+    if policy.kind == "recompute":
+        raise ValueError("recompute has no masked equivalent: use nll_recompute")
+    t0 = time.perf_counter()
+    x = _check(ids).to(engine.device)                                       # (1, N)
+    N = x.shape[1]
+    cache = engine.new_cache(1, capacity=N)
+    hooks = policy_hooks(engine, cache, policy)
+    out = []
+    report(progress, 0, N - 1)
+    for s in range(0, N - 1, chunk):
+        e = min(s + chunk, N - 1)
+        logits = engine.forward(x[:, s:e], cache, hooks=hooks, logits="all")[0]  # (e-s, V)
+        out.append(token_nll(logits, x[0, s + 1:e + 1]).cpu())
+        report(progress, e, N - 1)
+    nll = torch.cat(out).double().numpy()
+    return StreamResult(policy.label, np.arange(N - 1), nll, time.perf_counter() - t0)
+
+
+@torch.inference_mode()
+def nll_evicting(engine, ids, policy: CachePolicy, progress=None, hooks=None) -> StreamResult:
+    """Reference path: one token per forward, evicting before every step."""
+    t0 = time.perf_counter()
+    x = _check(ids)
+    N = x.shape[1]
+    ec = new_evicting_cache(engine, policy, capacity=min(N, (policy.window or N) + policy.sinks + 1))
+    out = []
+    for t in range(N - 1):
+        logits = step(ec, engine, int(x[0, t]), hooks=hooks)[0]            # (1, V)
+        out.append(token_nll(logits, x[0, t + 1:t + 2]).cpu())
+        report(progress, t + 1, N - 1)
+    return StreamResult(policy.label, np.arange(N - 1), torch.cat(out).double().numpy(),
+                        time.perf_counter() - t0)
+
+
+def recompute_positions(n_tokens: int, w: int, stride: int = 1) -> np.ndarray:
+    """Scored positions for recompute: 0..W-1 (same as dense: the window still holds the
+    whole prefix), then every stride-th t from W on (t <= n_tokens - 2)."""
+    head = np.arange(min(w, n_tokens - 1))
+    tail = np.arange(w, n_tokens - 1, max(1, int(stride)))
+    return np.concatenate([head, tail])
+
+
+@torch.inference_mode()
+def nll_recompute(engine, ids, w: int, stride: int = 1, batch: int = 8, progress=None) -> StreamResult:
+    """Sliding window with recompute: position t is scored by a fresh forward over
+    ids[t-W+1 .. t] at positions 0..W-1 (no cache survives between steps)."""
+    t0 = time.perf_counter()
+    x = _check(ids)
+    N, w = x.shape[1], int(w)
+    if w < 1:
+        raise ValueError("window must be >= 1")
+    pos = recompute_positions(N, w, stride)
+    head = pos[pos < w]
+    tail = pos[pos >= w]
+    total = 1 + len(tail)
+    out = []
+    report(progress, 0, total)
+    if len(head):   # t <= W-1: the window is the whole prefix -> one causal pass
+        n = int(head[-1]) + 1
+        logits = engine.forward(x[:, :n].to(engine.device), engine.new_cache(1, n), logits="all")[0]
+        out.append(token_nll(logits, x[0, 1:n + 1]).cpu())
+    report(progress, 1, total)
+    for b in range(0, len(tail), batch):
+        ts = tail[b:b + batch]
+        win = torch.stack([x[0, t - w + 1:t + 1] for t in ts]).to(engine.device)     # (B, W)
+        logits = engine.forward(win, engine.new_cache(len(ts), w), logits="last")[:, 0]  # (B, V)
+        out.append(token_nll(logits, x[0, torch.as_tensor(ts) + 1]).cpu())
+        report(progress, 1 + b + len(ts), total)
+    return StreamResult(f"recompute {w}", pos, torch.cat(out).double().numpy(), time.perf_counter() - t0)
+
+
+def evaluate(engine, ids: tuple[int, ...], policy: CachePolicy, chunk: int = 128, stride: int = 1,
+             _progress=None) -> StreamResult:
+    """One policy over the text, by the fast path that is exact for it (cacheable: the
+    underscore keeps the progress callback out of the cache key)."""
+    if policy.kind == "recompute":
+        return nll_recompute(engine, ids, policy.window, stride, progress=_progress)
+    return nll_masked(engine, ids, policy, chunk, progress=_progress)
+
+
+def rolling_mean(x: np.ndarray, k: int) -> np.ndarray:
+    """(N,) -> (N,) mean of the last min(k, i+1) values at each i."""
+    x = np.asarray(x, dtype=np.float64)
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    i = np.arange(1, len(x) + 1)
+    lo = np.maximum(0, i - max(1, int(k)))
+    return (c[i] - c[lo]) / (i - lo)

@@ -1,0 +1,59 @@
+"""The map of the app: every concept page, its stable URL slug and its group.
+
+Slugs are part of the product (teachers share links): never rename one. Each page file is
+named exactly like its slug (see lib/ui/boot.py). A concept whose page file does not exist
+yet is listed on the home page but not registered."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+PAGES_DIR = Path(__file__).resolve().parents[2] / "pages"
+
+GROUPS = ("decoding", "speculative", "attention", "serving", "quantization")
+
+
+@dataclass(frozen=True)
+class Concept:
+    number: int
+    slug: str
+    group: str
+    icon: str
+    # The page's own experiment is declared long (CONCEPTS.md: first render may exceed 3 s;
+    # then it shows progress, caches its results and says how long this run took).
+    long: bool = False
+
+    @property
+    def page_file(self) -> Path:
+        return PAGES_DIR / f"{self.slug}.py"
+
+    @property
+    def exists(self) -> bool:
+        return self.page_file.exists()
+
+
+CONCEPTS = (
+    Concept(1, "temperature", "decoding", "🌡️"),
+    Concept(2, "top-k-top-p", "decoding", "✂️"),
+    Concept(3, "stable-softmax", "decoding", "🧮"),
+    Concept(4, "logit-bias", "decoding", "⚖️"),
+    Concept(5, "beam-search", "decoding", "🌳", long=True),          # + transformers' beam search, live
+    Concept(6, "speculative-acceptance", "speculative", "🎲", long=True),  # every layer's draft, Monte Carlo
+    Concept(7, "speculative-speed", "speculative", "⏱️", long=True),  # wall-clock timing of every draft
+    Concept(8, "attention-scaling", "attention", "📏"),
+    Concept(9, "gqa", "attention", "👥"),
+    Concept(10, "padding-mask", "attention", "🧱", long=True),         # timed padded batches
+    Concept(11, "rope-shift", "attention", "🔄"),
+    Concept(12, "sliding-window", "serving", "🪟", long=True),         # a fact at several distances
+    Concept(13, "attention-sinks", "serving", "⚓", long=True),        # a long text under every policy
+    Concept(14, "prefix-caching", "serving", "🔗", long=True),         # timed reuse vs recompute
+    Concept(15, "paged-attention", "serving", "📄", long=True),        # paged vs contiguous generation
+    Concept(16, "chunked-prefill", "serving", "🧩", long=True),        # measured prefill/decode costs
+    Concept(17, "kv-quantization", "quantization", "🗜️", long=True),   # every cache format, generated
+    Concept(18, "activation-outliers", "quantization", "📈", long=True),  # quantized activations injected
+    Concept(19, "model-memory", "quantization", "💾", long=True),      # memory measured in subprocesses
+)
+
+
+def by_slug(slug: str) -> Concept:
+    return next(c for c in CONCEPTS if c.slug == slug)

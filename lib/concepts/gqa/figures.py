@@ -1,0 +1,51 @@
+"""Figures for the grouped-query attention page (data in, Plotly figure out; no model calls)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from lib.concepts.attention_scaling.figures import token_ticks
+
+LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # below the axis title
+
+
+def head_maps_figure(probs: np.ndarray, tokens: list[str], head_titles: list[str],
+                     labels: dict[str, str]) -> go.Figure:
+    """One attention map (T, S) per query head, in a row: same keys, different weights."""
+    H = probs.shape[0]
+    fig = make_subplots(rows=1, cols=H, subplot_titles=head_titles, horizontal_spacing=0.04)
+    cd = np.array(tokens)[None].repeat(len(tokens), 0)
+    for h in range(H):
+        fig.add_heatmap(z=probs[h], zmin=0, zmax=1, colorscale="Viridis", showscale=h == H - 1,
+                        customdata=cd, hovertemplate="query %{y} → key %{x} (%{customdata})<br>"
+                        "weight %{z:.3f}<extra></extra>", row=1, col=h + 1)
+        fig.update_yaxes(autorange="reversed", row=1, col=h + 1, title_text=labels["y"] if h == 0 else None,
+                         **(token_ticks(tokens) if h == 0 else {}))
+        fig.update_xaxes(title_text=labels["x"], row=1, col=h + 1, **token_ticks(tokens))
+    fig.update_layout(title=labels["title"], height=380)
+    return fig
+
+
+def distance_figure(dist: np.ndarray, labels: dict[str, str]) -> go.Figure:
+    """Mean total-variation distance between the heads' attention rows."""
+    names = [f"{labels['head']} {h}" for h in range(dist.shape[0])]
+    fig = go.Figure(go.Heatmap(z=dist, x=names, y=names, colorscale="Blues", zmin=0,
+                               text=np.round(dist, 3), texttemplate="%{text}",
+                               hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=labels["title"], height=330)
+    return fig
+
+
+def cache_bytes_figure(contexts, series: dict[str, list[float]], own: str, labels: dict[str, str]) -> go.Figure:
+    """KV-cache size (MiB) against context length for each layout (log-log)."""
+    fig = go.Figure()
+    for name, ys in series.items():
+        fig.add_scatter(x=contexts, y=ys, name=name + (labels["own"] if name == own else ""),
+                        mode="lines+markers", line=dict(width=4 if name == own else 2),
+                        hovertemplate="%{x} tokens: %{y:.1f} MiB<extra>" + name + "</extra>")
+    fig.update_xaxes(type="log", title_text=labels["x"], tickvals=list(contexts), ticktext=[f"{c:,}" for c in contexts])
+    fig.update_yaxes(type="log", dtick=1, title_text=labels["y"])
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
+    return fig

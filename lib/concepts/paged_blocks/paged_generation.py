@@ -1,0 +1,164 @@
+"""Several real requests generating concurrently on one paged block pool.
+
+Each scheduler step:
+  1. admit waiting requests (first come, first served) while the pool has blocks for their
+     prompt: allocate, prefill through the paged pool, sample the first token; a request
+     with two samples is then forked — both samples share the prompt's blocks (ref_count 2);
+  2. decode: every running sequence feeds its last token in ONE batched forward whose K/V go
+     through the block tables (lib.concepts.paged_blocks.paged_attention.PagedBatch); the first write into a
+     shared, partly filled block copies it (copy-on-write);
+  3. sequences that reached their token limit free their blocks, which later requests reuse.
+A snapshot of the block tables and the pool is kept after every step for the figures.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from lib.concepts.paged_blocks.block_manager import BlockManager
+from lib.concepts.paged_blocks.paged_attention import BlockPool, paged_forward
+from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
+
+
+@dataclass(frozen=True)
+class Request:
+    rid: str
+    prompt_ids: tuple[int, ...]
+    max_new: int
+    arrival_step: int = 0
+    samples: tuple[tuple[float, int], ...] = ((0.0, 0),)   # (temperature, seed) per sample
+
+
+@dataclass
+class Snapshot:
+    step: int
+    event: str                              # what happened, e.g. "admit A; cow B.2; free C"
+    tables: dict[str, list[int]]            # seq -> physical blocks
+    lengths: dict[str, int]                 # seq -> tokens with K/V in the pool
+    ref_counts: list[int]                   # per physical block
+    owners: list[list[str]]                 # per physical block: the sequences using it
+    used_blocks: int
+    filled_slots: int                       # slots holding a token (a shared slot counts once)
+
+
+@dataclass
+class PagedRun:
+    block_size: int
+    num_blocks: int
+    bytes_per_token: int
+    snapshots: list[Snapshot] = field(default_factory=list)
+    tokens: dict[str, list[int]] = field(default_factory=dict)   # seq -> prompt + generated ids
+    n_prompt: dict[str, int] = field(default_factory=dict)
+    cow_copies: list[tuple[int, str, int, int]] = field(default_factory=list)  # (step, seq, src, dst)
+    max_abs_diff: float = 0.0               # paged logits vs contiguous recompute, all steps
+    argmax_equal: bool = True
+    n_checked: int = 0                      # generated positions compared
+    invariant_errors: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)   # requests larger than the whole pool
+
+
+def _snapshot(step: int, event: str, bm: BlockManager) -> Snapshot:
+    owners = [[] for _ in bm.blocks]
+    for s, table in bm.tables.items():
+        for bid in table:
+            owners[bid].append(s)
+    filled = set()
+    for s, table in bm.tables.items():
+        for t in range(bm.lengths[s]):
+            filled.add(bm.slot(s, t))
+    return Snapshot(step, event, {s: list(t) for s, t in bm.tables.items()}, dict(bm.lengths),
+                    [b.ref_count for b in bm.blocks], owners, bm.used_blocks(), len(filled))
+
+
+def _lifetime_blocks(r: Request, B: int) -> int:
+    """Blocks request r can ever need: its prompt's blocks plus, per sample, the blocks its
+    own tokens fill (a fork's copy-on-write block included). Admission keeps that many free
+    for every admitted request, so nobody runs out mid-generation (no preemption here)."""
+    P, written = len(r.prompt_ids), len(r.prompt_ids) + r.max_new - 1   # the last token is never fed back
+    shared = P // B                                     # full prompt blocks: stored once
+    return shared + len(r.samples) * (-(-written // B) - shared)
+
+
+def _still_needed(bm: BlockManager, running: dict) -> int:
+    """Blocks the running sequences may still take before they finish (upper bound)."""
+    need = 0
+    for s, st in running.items():
+        table, n = bm.tables[s], bm.lengths[s]
+        need += max(0, -(-(n + st["left"]) // bm.block_size) - len(table))
+        if n % bm.block_size and bm.blocks[table[-1]].ref_count > 1:
+            need += 1                                     # its shared last block will be copied
+    return need
+
+
+def _pick(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> int:
+    return sample_next(run_pipeline(logits.float().cpu(), SamplingConfig(temperature)).probs, gen)
+
+
+def run_requests(engine, requests: list[Request], num_blocks: int, block_size: int = 16,
+                 max_steps: int = 200) -> PagedRun:
+    """Serve `requests` on a pool of `num_blocks` blocks; then re-run every finished sequence
+    through the engine's contiguous KVCache and compare the logits at every generated step."""
+    bm = BlockManager(num_blocks, block_size)
+    pool = BlockPool(engine.spec, num_blocks, block_size, engine.dtype, engine.device)
+    run = PagedRun(block_size, num_blocks, pool.bytes_per_token)
+    waiting = sorted(requests, key=lambda r: (r.arrival_step, r.rid))
+    running: dict[str, dict] = {}           # seq -> {left, temperature, gen, next}
+    step_logits: dict[str, list[torch.Tensor]] = {}
+    for step in range(max_steps):
+        events = []
+        while waiting and _lifetime_blocks(waiting[0], block_size) > num_blocks:
+            run.rejected.append(waiting.pop(0).rid)       # could never fit: refuse, do not wait forever
+        while waiting and waiting[0].arrival_step <= step and \
+                _lifetime_blocks(waiting[0], block_size) <= bm.num_free - _still_needed(bm, running):
+            r = waiting.pop(0)
+            ids = list(r.prompt_ids)
+            names = [r.rid] if len(r.samples) == 1 else [f"{r.rid}.{i + 1}" for i in range(len(r.samples))]
+            bm.allocate(names[0], ids, use_prefix_cache=False)
+            logits = paged_forward(engine, pool, bm, [names[0]], [ids])[0, -1]         # (V,)
+            for nm in names[1:]:
+                bm.fork(names[0], nm)
+            for nm, (temp, seed) in zip(names, r.samples):
+                gen = torch.Generator().manual_seed(int(seed))
+                tok = _pick(logits, temp, gen)
+                running[nm] = {"left": r.max_new - 1, "temp": temp, "gen": gen, "next": tok}
+                run.tokens[nm], run.n_prompt[nm] = ids + [tok], len(ids)
+                step_logits[nm] = [logits.float().cpu()]
+            events.append(f"admit {r.rid}" + (f" ×{len(names)}" if len(names) > 1 else ""))
+        active = [s for s in running if running[s]["left"] > 0]
+        if active:
+            before = {s: list(bm.tables[s]) for s in active}
+            logits = paged_forward(engine, pool, bm, active, [[running[s]["next"]] for s in active])[:, -1]  # (B, V)
+            for b, s in enumerate(active):
+                for i, (old, new) in enumerate(zip(before[s], bm.tables[s])):
+                    if old != new:
+                        run.cow_copies.append((step, s, old, new))
+                        events.append(f"copy-on-write {s}: block {old} → {new}")
+                st = running[s]
+                st["next"] = _pick(logits[b], st["temp"], st["gen"])
+                st["left"] -= 1
+                run.tokens[s].append(st["next"])
+                step_logits[s].append(logits[b].float().cpu())
+        for s in [s for s in running if running[s]["left"] == 0]:
+            del running[s]
+            bm.free(s)
+            events.append(f"free {s}")
+        run.invariant_errors += bm.check_invariants()
+        run.snapshots.append(_snapshot(step, "; ".join(events), bm))
+        if not waiting and not running:
+            break
+    _compare_with_contiguous(engine, run, step_logits)
+    return run
+
+
+def _compare_with_contiguous(engine, run: PagedRun, step_logits) -> None:
+    """One teacher-forced forward per sequence through the contiguous KVCache."""
+    for s, toks in run.tokens.items():
+        n = run.n_prompt[s]
+        k = len(step_logits[s])
+        ids = torch.tensor([toks[:n + k - 1]], device=engine.device)
+        ref = engine.forward(ids, engine.new_cache(capacity=ids.shape[1]), logits=slice(n - 1, n - 1 + k))[0]
+        ours = torch.stack(step_logits[s])                                                     # (k, V)
+        run.max_abs_diff = max(run.max_abs_diff, float((ours - ref.float().cpu()).abs().max()))
+        run.argmax_equal &= bool((ours.argmax(-1) == ref.argmax(-1).cpu()).all())
+        run.n_checked += k

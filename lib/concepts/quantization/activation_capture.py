@@ -1,0 +1,146 @@
+"""Read real activations out of the engine, and run it again with some of them replaced.
+
+Capture points (engine hook names, all (B, T, C) with C channels):
+
+    "attn_in"   RMSNorm output that feeds q/k/v           C = hidden (640)
+    "mlp_in"    RMSNorm output that feeds gate/up          C = hidden (640)
+    "mlp_act"   gelu(gate) * up, the down-projection input C = intermediate (2048)
+    "resid_out" the residual stream after the layer        C = hidden (640)
+
+Injection = a hook that returns a replaced tensor at one (point, layer): the rest of the
+forward pass runs on the replaced values, so we can measure what quantizing (or clipping)
+that activation does to the next-token distributions (KL) and to perplexity on the text.
+
+The first position (BOS) is excluded from statistics and left untouched by injection: it
+carries the model's attention-sink state with its own huge values, a different story.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from lib.core.engine import Engine
+from lib.core.hooks import Recorder
+
+POINTS = ("mlp_act", "resid_out", "attn_in", "mlp_in")
+SKIP = 1  # leading positions (BOS) excluded from stats and injection
+
+
+@dataclass
+class Capture:
+    acts: dict[str, torch.Tensor]   # point -> (L, T - SKIP, C) float32 activations of every layer
+    hidden: torch.Tensor            # (T, D) final hidden states of the unmodified run
+
+
+@dataclass(frozen=True)
+class Effect:
+    kl_mean: float       # mean over positions of KL(p_ref || p_new), nats
+    kl_max: float
+    ppl_ref: float       # perplexity of the text's own next tokens, unmodified model
+    ppl_new: float       # ... with the activation replaced
+    top1_agree: float    # fraction of positions where both runs predict the same top token
+
+
+def capture(engine: Engine, ids: tuple[int, ...], points: tuple[str, ...] = POINTS) -> Capture:
+    """One forward over ids (1 sequence) recording `points` at every layer."""
+    x = torch.tensor([list(ids)], device=engine.device)                     # (1, T)
+    rec = Recorder(points)
+    hidden = engine.forward(x, engine.new_cache(capacity=len(ids)), hooks=rec.hooks(), logits="none")
+    acts = {p: torch.stack([rec[(p, l)][0, SKIP:].float() for l in range(engine.spec.n_layers)])
+            for p in points}                                                # (L, T-1, C)
+    return Capture(acts, hidden[0].float().cpu())
+
+
+def channel_max(acts: torch.Tensor) -> torch.Tensor:
+    """max |x| of every channel over the tokens: (T, C) -> (C,)."""
+    return acts.abs().amax(dim=0)
+
+
+def outlier_channels(acts: torch.Tensor, factor: float = 6.0) -> torch.Tensor:
+    """Channels whose max |x| exceeds `factor` times the median channel max (LLM.int8()-style)."""
+    cm = channel_max(acts)
+    return torch.nonzero(cm > factor * cm.median()).flatten()
+
+
+def injection_hooks(point: str, layer: int, transform: Callable[[torch.Tensor], torch.Tensor]) -> dict:
+    """Hooks that replace activation `point` of `layer` by transform(x[SKIP:]) ((T', C) -> (T', C))."""
+    def hook(l, x):                                                         # x (B, T, C)
+        if l != layer:
+            return None
+        out = x.clone()
+        out[0, SKIP:] = transform(x[0, SKIP:]).to(x.dtype)
+        return out
+    return {point: hook}
+
+
+def run_with_hooks(engine: Engine, ids: tuple[int, ...], hooks: dict) -> torch.Tensor:
+    """Final hidden states (T, D) of one forward with `hooks` installed."""
+    x = torch.tensor([list(ids)], device=engine.device)
+    return engine.forward(x, engine.new_cache(capacity=len(ids)), hooks=hooks, logits="none")[0].float().cpu()
+
+
+def head_logits(engine: Engine, hidden: torch.Tensor) -> torch.Tensor:
+    """The LM head on final hidden states (T, D) -> logits (T, V), as the engine computes them."""
+    return engine.head(hidden.to(engine.device, engine.dtype)).float().cpu()
+
+
+def compare(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, h_new: torch.Tensor,
+            chunk: int = 32) -> Effect:
+    """KL(p_ref || p_new) at every position and perplexity of the text's next tokens in both runs.
+    Logits are computed `chunk` positions at a time (one full (T, 262,144) tensor would be big)."""
+    T = h_ref.shape[0]
+    targets = torch.tensor(list(ids[1:]) + [0])                              # (T,) next token
+    kls, nll_ref, nll_new, agree = [], [], [], []
+    for s in range(0, T, chunk):
+        lr = torch.log_softmax(head_logits(engine, h_ref[s:s + chunk]).double(), -1)   # (c, V)
+        ln = torch.log_softmax(head_logits(engine, h_new[s:s + chunk]).double(), -1)
+        kls.append((lr.exp() * (lr - ln)).sum(-1).clamp_min(0))
+        tgt = targets[s:s + chunk, None]
+        nll_ref.append(-lr.gather(1, tgt)[:, 0])
+        nll_new.append(-ln.gather(1, tgt)[:, 0])
+        agree.append(lr.argmax(-1) == ln.argmax(-1))
+    kl, nr, nn = torch.cat(kls), torch.cat(nll_ref)[:-1], torch.cat(nll_new)[:-1]
+    ppl = lambda nll: float(torch.exp(nll.mean())) if len(nll) else float("nan")  # noqa: E731
+    return Effect(float(kl.mean()), float(kl.max()), ppl(nr), ppl(nn), float(torch.cat(agree).float().mean()))
+
+
+def effect_of(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, point: str, layer: int,
+              transform: Callable[[torch.Tensor], torch.Tensor]) -> Effect:
+    """Run the model with `point` of `layer` replaced by transform(x) and compare with h_ref."""
+    h_new = run_with_hooks(engine, ids, injection_hooks(point, layer, transform))
+    return compare(engine, ids, h_ref, h_new)
+
+
+@dataclass(frozen=True)
+class InjectionRow:
+    kind: str            # a granularity ("tensor", "token", "channel", "group"), "clip" or "clip_tensor"
+    effect: Effect
+    sqnr_db: float       # of the replaced activation against the original
+
+
+EXPERIMENTS = ("tensor", "token", "channel", "group", "clip", "clip_tensor")
+
+
+def injection_row(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, acts: torch.Tensor,
+                  point: str, layer: int, bits: int, group_size: int, clip_at: float, kind: str) -> InjectionRow:
+    """Replace `point` of `layer` by one experiment's version of it and measure the effect.
+    kind: a granularity (int`bits` quantization with that scale choice), "clip" (clamp to
+    ±clip_at) or "clip_tensor" (clip, then int`bits` per tensor). acts: (T - SKIP, C), the
+    captured activation (for the SQNR column)."""
+    from lib.concepts.quantization.quantize import QuantSpec, clip, error_stats, fake_quantize
+
+    if kind == "clip":
+        fn = lambda x: clip(x, clip_at)  # noqa: E731
+    elif kind == "clip_tensor":
+        fn = lambda x: fake_quantize(clip(x, clip_at), QuantSpec(bits, "tensor", True, group_size))  # noqa: E731
+    else:
+        fn = lambda x: fake_quantize(x, QuantSpec(bits, kind, True, group_size))  # noqa: E731
+    return InjectionRow(kind, effect_of(engine, ids, h_ref, point, layer, fn), error_stats(acts, fn(acts.clone())).sqnr_db)
+
+
+def injection_table(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, acts: torch.Tensor,
+                    point: str, layer: int, bits: int, group_size: int, clip_at: float) -> list[InjectionRow]:
+    """injection_row for every experiment in EXPERIMENTS."""
+    return [injection_row(engine, ids, h_ref, acts, point, layer, bits, group_size, clip_at, k) for k in EXPERIMENTS]

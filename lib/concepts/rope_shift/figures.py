@@ -1,0 +1,64 @@
+"""Figures for the RoPE position-shift page (data in, Plotly figure out; no model calls)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lib.concepts.plot_marks import log_y_hline
+
+LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # below: long names
+
+
+def spectrum_figure(wavelengths: np.ndarray, thetas, context: int, labels: dict[str, str]) -> go.Figure:
+    """Tokens per full turn of each channel pair, for each RoPE base (log y)."""
+    fig = go.Figure()
+    for th, wl in zip(thetas, wavelengths):
+        fig.add_scatter(x=np.arange(len(wl)), y=wl, name=labels["theta"].format(theta=th), mode="lines",
+                        hovertemplate="pair %{x}: %{y:,.1f} tokens<extra></extra>")
+    log_y_hline(fig, context, labels["context"], line_dash="dot", line_color="grey")
+    fig.update_yaxes(type="log", title_text=labels["y"])
+    fig.update_xaxes(title_text=labels["x"])
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
+    return fig
+
+
+def angles_figure(positions, angles: np.ndarray, pair_names: list[str], labels: dict[str, str]) -> go.Figure:
+    """Rotation angle (wrapped to ±π) of a few channel pairs against position."""
+    fig = go.Figure()
+    for name, row in zip(pair_names, angles):
+        fig.add_scatter(x=positions, y=row, name=name, mode="lines")
+    fig.update_xaxes(title_text=labels["x"])
+    fig.update_yaxes(title_text=labels["y"], range=[-3.3, 3.3])
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
+    return fig
+
+
+def shift_scores_figure(deltas, joint, key_only, labels: dict[str, str]) -> go.Figure:
+    """One real (query, key) score when both move by Δ vs when only the key moves."""
+    fig = go.Figure()
+    fig.add_scatter(x=deltas, y=joint, name=labels["joint"], mode="lines", line=dict(width=4))
+    fig.add_scatter(x=deltas, y=key_only, name=labels["key_only"], mode="lines")
+    fig.update_xaxes(title_text=labels["x"])
+    fig.update_yaxes(title_text=labels["y"])
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
+    return fig
+
+
+def next_token_figure(tokens: list[str], probs_by_variant: dict[str, list[float]], labels: dict[str, str]) -> go.Figure:
+    """Next-token probabilities of the top tokens under each way of reusing the moved cache."""
+    fig = go.Figure()
+    for name, row in probs_by_variant.items():
+        fig.add_bar(x=tokens, y=row, name=name, hovertemplate="%{x}: %{y:.4f}<extra></extra>")
+    fig.update_layout(title=labels["title"], barmode="group", yaxis_title=labels["y"], height=430, legend=LEGEND)
+    return fig
+
+
+def sweep_figure(deltas, diffs: dict[str, np.ndarray], labels: dict[str, str]) -> go.Figure:
+    """max |logits − recomputed logits| against Δ (log-log), per variant."""
+    fig = go.Figure()
+    for name, ys in diffs.items():
+        fig.add_scatter(x=deltas, y=np.maximum(ys, 1e-9), name=name, mode="lines+markers")
+    fig.update_xaxes(type="log", title_text=labels["x"])
+    fig.update_yaxes(type="log", title_text=labels["y"])
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
+    return fig

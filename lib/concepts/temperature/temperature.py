@@ -1,0 +1,101 @@
+"""Temperature: logits / T keeps every token's rank but changes how peaked softmax is.
+
+  T -> 0 : all mass on the argmax (handled as greedy, never as a division by 0)
+  T = 1  : the model's own distribution
+  T > 1  : flatter, more tokens get a real chance
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from lib.decoding.float_sort import sort_floats
+from lib.decoding.sampling import apply_temperature
+
+
+def temperature_probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """softmax(logits / T) over (V,); T = 0 -> one-hot on the argmax."""
+    x = logits.float()
+    if temperature == 0:
+        return torch.zeros_like(x).scatter(-1, x.argmax(-1, keepdim=True), 1.0)
+    return torch.softmax(apply_temperature(x, temperature), dim=-1)
+
+
+def entropy_bits(probs: torch.Tensor) -> float:
+    """H(p) = -sum p log2 p, with 0 log 0 = 0."""
+    p = probs.double()
+    nz = p[p > 0]
+    return float(-(nz * torch.log2(nz)).sum())
+
+
+@dataclass
+class TemperatureSweep:
+    temperatures: np.ndarray   # (n,)
+    entropy_bits: np.ndarray   # (n,)
+    top1_prob: np.ndarray      # (n,)
+    top_ids: np.ndarray        # (k,) the k most likely token ids at T = 1
+    top_probs: np.ndarray      # (n, k) their probabilities at each T
+
+
+def sweep(logits: torch.Tensor, temperatures, top_k: int = 10) -> TemperatureSweep:
+    """Entropy, top-1 probability and the top-k tokens' probabilities at each temperature."""
+    temps = np.asarray(list(temperatures), dtype=np.float64)
+    top_ids = torch.topk(logits.float(), top_k).indices
+    ent, top1, tp = [], [], []
+    for T in temps:
+        p = temperature_probs(logits, float(T))
+        ent.append(entropy_bits(p))
+        top1.append(float(p.max()))
+        tp.append(p[top_ids].numpy())
+    return TemperatureSweep(temps, np.array(ent), np.array(top1), top_ids.numpy(), np.array(tp))
+
+
+def rank_order(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Token ids from most to least likely after dividing by T (stable sort: ties keep id order).
+
+    Computed in float64: there x / T of two different float32 logits never rounds to the same
+    number, so the check tests the real-arithmetic claim. (In float32, dividing by a large T can
+    round neighbouring logits to equal values — a tie, not a reversal.)"""
+    return sort_floats(apply_temperature(logits.double(), temperature), descending=True, stable=True).indices
+
+
+def ranks_identical(logits: torch.Tensor, temperatures) -> tuple[bool, int]:
+    """(all orders equal the T = 1 order, number of positions that differ at worst)."""
+    ref = rank_order(logits, 1.0)
+    worst = 0
+    for T in temperatures:
+        if T > 0:
+            worst = max(worst, int((rank_order(logits, float(T)) != ref).sum()))
+    return worst == 0, worst
+
+
+def max_diff_vs_transformers(logits: torch.Tensor, temperatures) -> float:
+    """max |our probs - softmax(TemperatureLogitsWarper(T)(logits))| over T > 0."""
+    from transformers import TemperatureLogitsWarper
+
+    worst = 0.0
+    x = logits.float()[None]
+    for T in temperatures:
+        if T > 0:
+            theirs = torch.softmax(TemperatureLogitsWarper(float(T))(None, x.clone()), dim=-1)[0]
+            worst = max(worst, float((temperature_probs(logits, float(T)) - theirs).abs().max()))
+    return worst
+
+
+def is_monotonic_increasing(values, tol: float = 1e-9) -> bool:
+    v = np.asarray(values)
+    return bool(np.all(np.diff(v) >= -tol))
+
+
+def tokens_for_mass(probs: torch.Tensor, mass: float = 0.9) -> int:
+    """How many of the most likely tokens it takes to cover `mass` of the probability."""
+    sorted_p = sort_floats(probs, descending=True).values
+    return int((torch.cumsum(sorted_p, 0) < mass).sum()) + 1
+
+
+def scaled_logits(logits: torch.Tensor, token_ids, temperatures) -> list[list[float]]:
+    """logit / T for the given tokens at each T > 0: rows = temperatures."""
+    x = logits.float()[torch.as_tensor(token_ids)]
+    return [(x / float(T)).tolist() for T in temperatures]

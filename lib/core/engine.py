@@ -1,0 +1,222 @@
+"""The glass-box engine: this project's own forward pass over a loaded model's weights.
+
+It knows nothing about text: token ids in, logits out. The weights come from a loaded
+transformers model; every per-visitor thing — the KV cache, positions, hooks — is passed in
+by the caller, so one Engine can serve many sessions and never changes after construction.
+
+Weight layout: every projection is kept as W^T, shape (in, out), contiguous, and applied as
+`x @ W^T`. For one decoding token this is a matrix-vector product that streams the weight
+once; on this CPU the (in, out) layout streams ~1.7x faster than transformers' (out, in)
+`F.linear`. The token embedding is read from the same (640, 262,144) matrix as the tied LM
+head, so it is stored once (lib/core/vocab_matrix.py, kept in column blocks for a faster LM head).
+
+One layer (Gemma 3; Llama-family skips the norms marked *):
+
+    h = rmsnorm(x)                                   "attn_in"
+    q, k, v = h [Wq|Wk|Wv]  -> heads                (Qwen3/Gemma: rmsnorm on q and k)
+    q, k = rope(q, pos), rope(k, pos)                "q", "k", "v"
+    s = q k^T * scale  (+ mask)                      "scores"   (B, H, T, S)
+    p = softmax(s)                                   "probs"
+    a = (p v) Wo ; a = rmsnorm*(a)                   "attn_out"
+    x = x + a                                        "resid_mid"
+    g, u = rmsnorm(x) [Wgate|Wup]                    "mlp_in"
+    m = (act(g) * u) Wdown                           "mlp_act"
+    x = x + rmsnorm*(m)                              "resid_out"
+
+Hooks: `hooks={name: fn(layer, tensor) -> tensor | None}` read (return None) or replace
+(return a tensor) the activation at any name above, plus "embed" (layer -1) and "final"
+(after the last norm). `lib.core.hooks.Recorder` builds reading hooks.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from lib.core.engine_weights import EngineWeights, LayerWeights, from_named  # noqa: F401 (re-exported)
+from lib.core.cache.dense import PAD_POSITION, KVCache
+from lib.core.spec import ModelSpec
+from lib.core.rope import apply_rope, cos_sin, inv_frequencies
+
+Hooks = dict[str, Callable[[int, torch.Tensor], torch.Tensor | None]]
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, offset: float) -> torch.Tensor:
+    """x / rms(x) * (offset + weight), computed in float32 (as transformers does)."""
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return (y * (offset + weight.float())).to(x.dtype)
+
+
+def attention_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) -> torch.Tensor:
+    """Which keys each query may see: (B, T) x (B, S) positions -> (B, 1, T, S) bool.
+
+    Causal (key position <= query position), inside the window if any
+    (key position > query position - window), and never a padding entry (position -1)."""
+    q, k = q_pos[:, None, :, None], k_pos[:, None, None, :]
+    allowed = (k <= q) & (k != PAD_POSITION)
+    if window is not None:
+        allowed &= k > q - window
+    return allowed
+
+
+def linear(x: torch.Tensor, w_t: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x (..., in) @ w_t (in, out) [+ bias] -> (..., out)."""
+    y = x @ w_t
+    return y if bias is None else y + bias
+
+
+class Engine:
+    """Forward pass for a ModelSpec over a model's weights.
+
+    `source` is either a loaded transformers model (its weights are copied into the engine's
+    layout; `release_hf=True` frees each original as soon as its copy exists, so the app never
+    holds two copies — tests keep the transformers model intact to compare against it) or an
+    EngineWeights (e.g. memory-mapped from the bundled model's engine.safetensors)."""
+
+    def __init__(self, spec: ModelSpec, source, release_hf: bool = False):
+        self.spec = spec
+        if isinstance(source, EngineWeights):
+            w, hf_model = source, None
+            self.key = "engine-weights"
+        else:
+            hf_model = source
+            self.key = f"{getattr(hf_model, 'name_or_path', '')}|{hf_model.device}"  # cache-key identity
+            params = dict(hf_model.named_parameters(remove_duplicate=False))
+
+            def free(name):
+                if release_hf:
+                    params[name].data = torch.empty(0, dtype=params[name].dtype, device=params[name].device)
+
+            w = from_named(spec, params.get, free)
+        self.embed, self.lm_head = w.embed, w.lm_head            # E^T (D, V) each, usually one object
+        self.final_norm, self.layers = w.final_norm, w.layers
+        self.device, self.dtype = w.embed.device, w.embed.dtype
+        # sqrt(hidden) rounded to the weights' dtype, as transformers does
+        self._embed_scale = torch.tensor(spec.embed_scale, dtype=self.dtype, device=self.device)
+        self.inv_freq = [self._inv_freq(hf_model, l) for l in range(spec.n_layers)]
+        self.rope_scaling = [self._rope_scaling(hf_model, l) for l in range(spec.n_layers)]
+
+    # ---- construction --------------------------------------------------------------------
+    def _rotary(self, hf_model):
+        return None if hf_model is None else getattr(hf_model.model, "rotary_emb", None)
+
+    def _inv_freq(self, hf_model, layer: int) -> torch.Tensor:
+        """Our own inv_freq for plain RoPE; the model's for scaled variants (e.g. Llama 3)."""
+        rot, lt = self._rotary(hf_model), self.spec.layer_types[layer]
+        for name in (f"{lt}_inv_freq", "inv_freq"):
+            theirs = getattr(rot, name, None)
+            if theirs is not None:
+                ours = inv_frequencies(self.spec.head_dim, self.spec.rope_thetas[layer])
+                same = theirs.shape == ours.shape and torch.allclose(theirs.float().cpu(), ours)
+                return ours.to(self.device) if same else theirs.float()
+        return inv_frequencies(self.spec.head_dim, self.spec.rope_thetas[layer]).to(self.device)
+
+    def _rope_scaling(self, hf_model, layer: int) -> float:
+        rot, lt = self._rotary(hf_model), self.spec.layer_types[layer]
+        return float(getattr(rot, f"{lt}_attention_scaling", getattr(rot, "attention_scaling", 1.0)))
+
+    # ---- public API ----------------------------------------------------------------------
+    def new_cache(self, batch: int = 1, capacity: int = 64) -> KVCache:
+        return KVCache.for_spec(self.spec, batch, self.dtype, self.device, capacity)
+
+    @torch.inference_mode()
+    def forward(self, ids: torch.Tensor, cache: KVCache, positions: torch.Tensor | None = None,
+                hooks: Hooks | None = None, logits: str | slice = "last") -> torch.Tensor:
+        """Run T new tokens through the model, appending their K/V to `cache`.
+
+        ids: (B, T) token ids. positions: (B, T) absolute positions (default: continue from
+        cache.next_position; -1 = padding). logits: "last" -> (B, 1, V), "all" -> (B, T, V),
+        a slice of the T positions, or "none" -> the final hidden states (B, T, D).
+        """
+        spec, hooks = self.spec, hooks or {}
+        B, T = ids.shape
+        if positions is None:
+            start = cache.next_position
+            positions = torch.arange(start, start + T, device=ids.device).expand(B, T)
+        if hasattr(cache, "advance"):
+            cache.advance(positions)   # a static (CUDA-graph) cache must not sync with the host
+        else:
+            cache.next_position = int(positions.max()) + 1
+
+        x = self.embed.embed(ids) * self._embed_scale                   # (B, T, D)
+        x = self._hook(hooks, "embed", -1, x)
+        rope = {}  # (theta, scaling) -> cos, sin, shared by layers of the same type
+        for l, w in enumerate(self.layers):
+            key = (spec.rope_thetas[l], self.rope_scaling[l])
+            if key not in rope:
+                rope[key] = cos_sin(positions, self.inv_freq[l], self.rope_scaling[l])
+            x = self._layer(l, w, x, positions, cache, rope[key], hooks)
+        x = rms_norm(x, self.final_norm, spec.rms_eps, spec.norm_offset)
+        x = self._hook(hooks, "final", spec.n_layers, x)
+        if logits == "none":
+            return x
+        x = x[:, -1:] if logits == "last" else x if logits == "all" else x[:, logits]
+        return self.head(x)                                            # (B, T', V)
+
+    def head(self, x: torch.Tensor) -> torch.Tensor:
+        """The LM head on final (normed) hidden states: x (..., D) -> logits (..., V),
+        soft-capped where the model does it (Gemma 2)."""
+        out = self.lm_head.logits(x)
+        cap = self.spec.final_softcap
+        return torch.tanh(out / cap) * cap if cap else out
+
+    # ---- internals -----------------------------------------------------------------------
+    @staticmethod
+    def _hook(hooks: Hooks, name: str, layer: int, x: torch.Tensor) -> torch.Tensor:
+        fn = hooks.get(name)
+        if fn is None:
+            return x
+        out = fn(layer, x)
+        return x if out is None else out
+
+    def _layer(self, l, w: LayerWeights, x, positions, cache: KVCache, cos_sin_, hooks):
+        spec, eps, off = self.spec, self.spec.rms_eps, self.spec.norm_offset
+        B, T, _ = x.shape
+        H, Hkv, d = spec.n_heads, spec.n_kv_heads, spec.head_dim
+        h = self._hook(hooks, "attn_in", l, rms_norm(x, w.norm_attn_in, eps, off))
+        q, k, v = linear(h, w.w_qkv, w.b_qkv).split([H * d, Hkv * d, Hkv * d], dim=-1)   # one product
+        q = q.view(B, T, H, d).transpose(1, 2)                               # (B, H, T, d)
+        k = k.view(B, T, Hkv, d).transpose(1, 2)                             # (B, Hkv, T, d)
+        v = v.view(B, T, Hkv, d).transpose(1, 2)                             # (B, Hkv, T, d)
+        if spec.qk_norm:
+            q, k = rms_norm(q, w.norm_q, eps, off), rms_norm(k, w.norm_k, eps, off)
+        q, k = apply_rope(q, *cos_sin_), apply_rope(k, *cos_sin_)
+        q, k, v = (self._hook(hooks, n, l, t) for n, t in (("q", q), ("k", k), ("v", v)))
+
+        keys, values, k_pos = cache.append(l, k, v, positions)          # (B, Hkv, S, d), (B, S)
+        a = self._attention(l, q, keys, values, positions, k_pos, hooks)  # (B, H, T, d)
+        a = linear(a.transpose(1, 2).reshape(B, T, -1), w.wo)           # (B, T, D)
+        if spec.sandwich_norm:
+            a = rms_norm(a, w.norm_attn_out, eps, off)
+        a = self._hook(hooks, "attn_out", l, a)
+        x = self._hook(hooks, "resid_mid", l, x + a)
+
+        h = self._hook(hooks, "mlp_in", l, rms_norm(x, w.norm_mlp_in, eps, off))
+        g, u = linear(h, w.w_gate_up).chunk(2, dim=-1)                  # (B, T, I) each, one product
+        g = F.gelu(g, approximate="tanh") if spec.activation == "gelu_tanh" else F.silu(g)
+        act = self._hook(hooks, "mlp_act", l, g * u)                     # (B, T, I)
+        m = linear(act, w.w_down)                                        # (B, T, D)
+        if spec.sandwich_norm:
+            m = rms_norm(m, w.norm_mlp_out, eps, off)
+        return self._hook(hooks, "resid_out", l, x + m)
+
+    def _attention(self, l, q, keys, values, q_pos, k_pos, hooks):
+        """Grouped-query attention without copying K/V: the G query heads that share a KV
+        head are stacked along the query axis. q (B, H, T, d), keys/values (B, Hkv, S, d)."""
+        spec = self.spec
+        B, H, T, d = q.shape
+        G, S = spec.group_size, keys.shape[2]
+        qg = q.reshape(B, spec.n_kv_heads, G * T, d)                          # (B, Hkv, G*T, d)
+        scores = (qg @ keys.transpose(-1, -2)) * spec.attn_scale              # (B, Hkv, G*T, S)
+        scores = scores.view(B, H, T, S)
+        if spec.attn_softcap:
+            scores = torch.tanh(scores / spec.attn_softcap) * spec.attn_softcap
+        allowed = attention_mask(q_pos, k_pos, spec.windows[l])              # (B, 1, T, S)
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        scores = self._hook(hooks, "scores", l, scores)
+        probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)            # (B, H, T, S)
+        probs = self._hook(hooks, "probs", l, probs)
+        out = probs.view(B, spec.n_kv_heads, G * T, S) @ values               # (B, Hkv, G*T, d)
+        return out.view(B, H, T, d)

@@ -1,0 +1,158 @@
+"""The engine's weights in its own layout, built from transformers names, and a file for them.
+
+Layout: every projection is stored transposed, W^T with shape (in, out), contiguous, so that
+one decoding token streams it in the order this CPU reads fastest (see lib/core/engine.py).
+Projections that read the same input are concatenated along `out`: [Wq | Wk | Wv] is one
+(D, (H + 2 Hkv) d) matrix and [W_gate | W_up] one (D, 2 I) matrix, so a decoding step makes
+4 matrix products per layer instead of 7 (fewer calls, longer streams: ~5 ms less per token
+on this 2-core CPU). The tied embedding / LM head is stored once, as E^T (hidden, vocab) in
+column blocks (lib/core/vocab_matrix.py).
+
+The bundled model's folder keeps these tensors in `engine.safetensors`, which `load` maps
+into memory without copying: the weights then live in the operating system's page cache,
+loading takes a fraction of a second and no second copy of the model ever exists.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from lib.core.vocab_matrix import VocabMatrix
+
+FILE = "engine.safetensors"
+
+
+@dataclass
+class LayerWeights:
+    """One layer's parameters; projections transposed to (in, out)."""
+    w_qkv: torch.Tensor              # (D, (H + 2 Hkv) d) = [Wq | Wk | Wv]
+    b_qkv: torch.Tensor | None       # ((H + 2 Hkv) d,) for models with q/k/v biases (Qwen2)
+    wo: torch.Tensor                 # (H d, D)
+    w_gate_up: torch.Tensor          # (D, 2 I) = [W_gate | W_up]
+    w_down: torch.Tensor             # (I, D)
+    norm_attn_in: torch.Tensor
+    norm_mlp_in: torch.Tensor
+    norm_q: torch.Tensor | None = None
+    norm_k: torch.Tensor | None = None
+    norm_attn_out: torch.Tensor | None = None
+    norm_mlp_out: torch.Tensor | None = None
+
+
+@dataclass
+class EngineWeights:
+    embed: VocabMatrix               # E^T (D, V)
+    lm_head: VocabMatrix             # (D, V); the same object as embed when tied
+    final_norm: torch.Tensor         # (D,)
+    layers: list[LayerWeights]
+
+
+# transformers parameter names (per layer) for each LayerWeights field; "T" = transpose it.
+# A field with several names is their concatenation along the output axis.
+_LAYER = {
+    "w_qkv": (("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"), "T"),
+    "b_qkv": (("self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"), ""),
+    "wo": (("self_attn.o_proj.weight",), "T"),
+    "w_gate_up": (("mlp.gate_proj.weight", "mlp.up_proj.weight"), "T"),
+    "w_down": (("mlp.down_proj.weight",), "T"),
+    "norm_attn_in": (("input_layernorm.weight",), ""),
+    "norm_q": (("self_attn.q_norm.weight",), ""), "norm_k": (("self_attn.k_norm.weight",), ""),
+}
+_SANDWICH = {"norm_mlp_in": (("pre_feedforward_layernorm.weight",), ""),
+             "norm_attn_out": (("post_attention_layernorm.weight",), ""),
+             "norm_mlp_out": (("post_feedforward_layernorm.weight",), "")}
+_PLAIN = {"norm_mlp_in": (("post_attention_layernorm.weight",), "")}
+
+
+def from_named(spec, get: Callable[[str], torch.Tensor | None],
+               done: Callable[[str], None] = lambda name: None) -> EngineWeights:
+    """Build EngineWeights from transformers-named tensors. `get(name)` returns a tensor or
+    None; `done(name)` is called once a tensor has been copied (to free the original)."""
+
+    def take(name: str, transpose: bool):
+        t = get(name)
+        if t is None:
+            return None
+        out = t.detach().t().contiguous() if transpose else t.detach().clone()
+        done(name)
+        return out
+
+    def take_all(names: tuple[str, ...], transpose: bool):
+        present = [get(n) is not None for n in names]
+        if not any(present):
+            return None
+        if not all(present):
+            raise ValueError(f"only some of {names} exist: cannot concatenate them")
+        parts = [take(n, transpose) for n in names]
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)   # along `out`
+
+    def take_vocab(name: str) -> VocabMatrix:
+        e = get(name).detach()                                 # (V, D)
+        out = VocabMatrix.from_dense(e.t())                    # one copy, straight into blocks
+        done(name)
+        return out
+
+    layers = []
+    for i in range(spec.n_layers):
+        fields_ = {**_LAYER, **(_SANDWICH if spec.sandwich_norm else _PLAIN)}
+        layers.append(LayerWeights(**{f: take_all(tuple(f"model.layers.{i}.{n}" for n in names), how == "T")
+                                      for f, (names, how) in fields_.items()}))
+    embed = take_vocab("model.embed_tokens.weight")
+    head = embed if spec.tied_embeddings else take_vocab("lm_head.weight")
+    return EngineWeights(embed, head, take("model.norm.weight", False), layers)
+
+
+def flatten(w: EngineWeights) -> dict[str, torch.Tensor]:
+    out = {"embed_blocks": w.embed.blocks, "final_norm": w.final_norm}
+    if w.lm_head is not w.embed:
+        out["lm_head_blocks"] = w.lm_head.blocks
+    for i, layer in enumerate(w.layers):
+        for f in fields(LayerWeights):
+            t = getattr(layer, f.name)
+            if t is not None:
+                out[f"layers.{i}.{f.name}"] = t
+    return out
+
+
+def save(w: EngineWeights, path: Path) -> None:
+    from safetensors.torch import save_file
+
+    save_file(flatten(w), str(path), metadata={"layout": "lib.core.engine_weights v2 (fused qkv, gate_up; blocked vocab)"})
+
+
+def load(path: Path, n_layers: int) -> EngineWeights:
+    """Memory-map a file written by `save` (copy-on-write: no copy is made unless written)."""
+    path = Path(path)
+    with path.open("rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    mm = np.memmap(path, dtype=np.uint8, mode="c")
+    dtypes = {"F32": np.float32, "F16": np.float16, "BF16": None}
+    tensors = {}
+    for name, info in header.items():
+        start, end = info["data_offsets"]
+        raw = mm[8 + n + start:8 + n + end]
+        if dtypes[info["dtype"]] is None:  # bfloat16 has no numpy dtype: view the bits
+            t = torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
+        else:
+            t = torch.from_numpy(raw.view(dtypes[info["dtype"]]))
+        tensors[name] = t.view(info["shape"])
+    layers = [LayerWeights(**{f.name: tensors.get(f"layers.{i}.{f.name}") for f in fields(LayerWeights)})
+              for i in range(n_layers)]
+    embed = VocabMatrix(tensors["embed_blocks"])
+    head = VocabMatrix(tensors["lm_head_blocks"]) if "lm_head_blocks" in tensors else embed
+    return EngineWeights(embed, head, tensors["final_norm"], layers)
+
+
+def to(w: EngineWeights, device, dtype) -> EngineWeights:
+    """The same weights on another device / dtype (copies only when something changes)."""
+    conv = lambda t: None if t is None else t.to(device=device, dtype=dtype if t.is_floating_point() else t.dtype)  # noqa: E731
+    embed = w.embed.to(device, dtype)
+    head = embed if w.lm_head is w.embed else w.lm_head.to(device, dtype)
+    layers = [LayerWeights(**{f.name: conv(getattr(l, f.name)) for f in fields(LayerWeights)}) for l in w.layers]
+    return EngineWeights(embed, head, conv(w.final_norm), layers)

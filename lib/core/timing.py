@@ -1,0 +1,119 @@
+"""Timings that other visitors cannot distort.
+
+On a shared server thirty sessions may run the model at once; a wall-clock measurement taken
+meanwhile measures the crowd, not the algorithm. So model work and measurements share one
+process-wide readers/writer lock:
+
+    with model_work():          # any model computation (many at once)
+        ...
+    with exclusive():           # a measurement: waits until no other model work runs,
+        ...                     # and new work waits until it is done
+
+`measure(fn, repeats)` runs `fn` `repeats` times inside `exclusive()` and returns the median
+with its spread and the machine's load average at that moment, so a page can say under which
+conditions it measured. A thread that already holds `model_work()` may enter `exclusive()`
+(its own share is set aside meanwhile), so a cached computation may time things.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+class _ReadersWriter:
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer: int | None = None     # thread id of the measuring thread
+        self._writers_waiting = 0
+        self._mine = threading.local()      # per-thread count of held reader shares
+
+    def _held(self) -> int:
+        return getattr(self._mine, "n", 0)
+
+    @contextmanager
+    def read(self):
+        me = threading.get_ident()
+        with self._cond:
+            if self._writer != me and self._held() == 0:
+                while self._writer is not None or self._writers_waiting:
+                    self._cond.wait()
+            self._readers += 1
+            self._mine.n = self._held() + 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._mine.n = self._held() - 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def write(self):
+        me = threading.get_ident()
+        if self._writer == me:              # nested measurement in the same thread
+            yield
+            return
+        with self._cond:
+            own = self._held()
+            self._readers -= own            # set this thread's own shares aside
+            self._writers_waiting += 1
+            while self._writer is not None or self._readers > 0:
+                self._cond.wait()
+            self._writers_waiting -= 1
+            self._writer = me
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = None
+                self._readers += own
+                self._cond.notify_all()
+
+
+_LOCK = _ReadersWriter()
+
+
+def model_work():
+    """Context manager: ordinary model work (shared; waits while a measurement runs)."""
+    return _LOCK.read()
+
+
+def exclusive():
+    """Context manager: a measurement (alone; waits for running model work to finish)."""
+    return _LOCK.write()
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_s: float
+    min_s: float
+    max_s: float
+    repeats: int
+    load_avg: float          # 1-minute load average of the machine when measured
+    cpus: int
+
+    @property
+    def spread_s(self) -> float:
+        return self.max_s - self.min_s
+
+
+def measure(fn, repeats: int = 5, warmup: int = 1) -> Timing:
+    """Run fn() warmup + repeats times alone (inside `exclusive()`); the median of the repeats
+    with its min and max."""
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    with exclusive():
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return Timing(statistics.median(times), min(times), max(times), repeats, load, os.cpu_count() or 1)

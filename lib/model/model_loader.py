@@ -1,0 +1,159 @@
+"""Load a model for the engine: the bundled Gemma 3 270M, a local folder, or a Hugging Face id.
+
+Everything here is process-wide and read-only after loading (see lib.ui.runtime for caching):
+the returned LoadedModel holds the Engine (weights), tokenizer and facts — never a KV cache,
+generated tokens or a random generator; those belong to each caller.
+"""
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from lib.model import bundled_model
+from lib.core import engine_weights
+from lib.core.engine import Engine
+from lib.core.spec import SUPPORTED_MODEL_TYPES, ModelSpec, spec_from_config
+
+BUNDLED = "bundled"
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be loaded; the message is meant for the user."""
+
+
+@dataclass
+class LoadedModel:
+    source: str              # "bundled", a folder, or a Hugging Face id
+    name: str                # display name
+    spec: ModelSpec
+    engine: Engine
+    tokenizer: object
+    device: str
+    dtype: torch.dtype
+    config: dict             # the transformers config as a dict (model facts)
+    folder: Path | None
+    load_seconds: float
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Identifies the weights + device + dtype; part of every cache key."""
+        return f"{self.source}|{self.device}|{self.dtype}"
+
+
+def available_devices() -> list[str]:
+    return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def default_device() -> str:
+    wanted = os.environ.get("LLM_LAB_DEVICE")
+    return wanted if wanted in available_devices() else available_devices()[-1]
+
+
+def _load_folder(folder: str, device: str, dtype: torch.dtype, local_only: bool):
+    """(hf_model, tokenizer) loaded in parallel threads (both spend time outside the GIL)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kw = dict(local_files_only=local_only, trust_remote_code=False)
+    with ThreadPoolExecutor(2) as pool:
+        tok = pool.submit(AutoTokenizer.from_pretrained, folder, **kw)
+        model = pool.submit(AutoModelForCausalLM.from_pretrained, folder, dtype=dtype, **kw)
+        hf, tokenizer = model.result(), tok.result()
+    return hf.to(device).eval(), tokenizer
+
+
+def load(source: str = BUNDLED, device: str = "cpu", dtype: torch.dtype = torch.float32,
+         progress=None) -> LoadedModel:
+    """Load `source` onto `device`. Raises ModelLoadError with a user-facing message."""
+    t0 = time.perf_counter()
+    timings = {}
+    if device not in available_devices():
+        raise ModelLoadError(f"device {device!r} is not available here (available: {available_devices()})")
+    if source == BUNDLED:
+        folder = bundled_model.prepare(progress)
+        timings["prepare_s"] = time.perf_counter() - t0
+        return _load_bundled(folder, device, dtype, t0, timings)
+    else:
+        folder, name = _check_other(source), source
+        local_only = Path(folder).exists() or not _hub_reachable()
+    t1 = time.perf_counter()
+    try:
+        hf, tokenizer = _load_folder(str(folder), device, dtype, local_only)
+    except Exception as e:  # noqa: BLE001 - any failure becomes a message for the user
+        raise ModelLoadError(f"could not load {source!r}: {type(e).__name__}: {str(e)[:300]}") from e
+    timings["load_s"] = time.perf_counter() - t1
+    spec = spec_from_config(hf.config)
+    config = hf.config.to_dict()
+    engine = Engine(spec, hf, release_hf=True)
+    engine.key = f"{source}|{device}|{dtype}"  # identifies the weights in cache keys
+    del hf
+    return LoadedModel(source, name, spec, engine, tokenizer, device, dtype, config,
+                       Path(folder) if Path(str(folder)).exists() else None,
+                       time.perf_counter() - t0, timings)
+
+
+def _hub_reachable(host: str = "huggingface.co", timeout_s: float = 3.0) -> bool:
+    """Can we open a TCP connection to the hub? (Avoids ~35 s of retries when offline.)"""
+    import socket
+
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    try:
+        with socket.create_connection((host, 443), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def _load_bundled(folder: Path, device: str, dtype: torch.dtype, t0: float, timings: dict) -> LoadedModel:
+    """The bundled model without building a transformers model: config + tokenizer +
+    engine.safetensors memory-mapped (zero-copy on the CPU in float32)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    t1 = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        tok = pool.submit(AutoTokenizer.from_pretrained, str(folder), local_files_only=True)
+        cfg = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+        spec = spec_from_config(cfg)
+        weights = engine_weights.load(folder / engine_weights.FILE, spec.n_layers)
+        weights = engine_weights.to(weights, device, dtype)
+        tokenizer = tok.result()
+    timings["load_s"] = time.perf_counter() - t1
+    engine = Engine(spec, weights)
+    engine.key = f"{BUNDLED}|{device}|{dtype}"
+    return LoadedModel(BUNDLED, "Gemma 3 270M (Q4_K_M GGUF, dequantized)", spec, engine, tokenizer, device,
+                       dtype, cfg.to_dict(), folder, time.perf_counter() - t0, timings)
+
+
+def _check_other(source: str) -> str:
+    """Validate a folder / hub id before loading weights: supported architecture, no remote code."""
+    from transformers import AutoConfig
+
+    source = source.strip()
+    if not source:
+        raise ModelLoadError("no model given")
+    if source.startswith(("/", ".", "~")) and not Path(source).expanduser().exists():
+        raise ModelLoadError(f"there is no folder {source!r} on this machine")
+    source = str(Path(source).expanduser()) if source.startswith("~") else source
+    local_only = Path(source).exists() or not _hub_reachable()
+    try:
+        cfg = AutoConfig.from_pretrained(source, trust_remote_code=False, local_files_only=local_only)
+    except Exception as e:  # noqa: BLE001
+        if local_only and not Path(source).exists():
+            raise ModelLoadError(f"{source!r} is not a folder here, not in the local Hugging Face cache, and "
+                                 "the Hugging Face hub cannot be reached from this machine") from e
+        msg = str(e).splitlines()[0][:200]
+        if "gated" in msg.lower() or "401" in msg or "403" in msg:
+            raise ModelLoadError(f"{source!r} is gated: accept its licence and log in first ({msg})") from e
+        raise ModelLoadError(f"{source!r} is neither a model folder here nor a reachable Hugging Face "
+                             f"model ({type(e).__name__}: {msg})") from e
+    cfg = getattr(cfg, "text_config", None) or cfg
+    if cfg.model_type not in SUPPORTED_MODEL_TYPES:
+        raise ModelLoadError(f"{source!r} is a {cfg.model_type!r} model; this app runs Gemma 3 (text) "
+                             "and Llama-family models (Llama, Qwen2, Qwen3, SmolLM)")
+    return source
