@@ -1,0 +1,118 @@
+"""The floor plan holds: lib/ is layered, imports only point down, modules stay small.
+
+    core <- model <- decoding <- reference <- concepts <- ui <- pages
+
+A module may import its own layer and the layers to its left, never one to its right.
+These tests read the source (ast), so they hold for code that is never executed in a test."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from lib.concepts.catalog import CONCEPTS
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ("core", "model", "decoding", "reference", "concepts", "ui")
+MAX_LINES = 300
+
+
+def python_files(*folders):
+    for folder in folders:
+        yield from sorted(p for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def layer_of(path: Path) -> int:
+    """Index of the layer a file belongs to; pages and app.py sit above every lib layer."""
+    rel = path.relative_to(ROOT).parts
+    if rel[0] == "lib" and len(rel) > 2 and rel[1] in LAYERS:
+        return LAYERS.index(rel[1])
+    return len(LAYERS)
+
+
+def imported_modules(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append(node.module)
+            out += [f"{node.module}.{a.name}" for a in node.names]
+    return out
+
+
+def lib_layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] == "lib" and len(parts) > 1 and parts[1] in LAYERS:
+        return LAYERS.index(parts[1])
+    return None
+
+
+def test_every_lib_module_sits_in_a_layer():
+    loose = [p.relative_to(ROOT).as_posix() for p in (ROOT / "lib").glob("*.py") if p.name != "__init__.py"]
+    assert loose == [], "modules directly under lib/ belong in a layer folder"
+
+
+def test_imports_point_only_down_the_layers():
+    wrong = []
+    for path in python_files("lib", "pages"):
+        mine = layer_of(path)
+        for module in imported_modules(path):
+            theirs = lib_layer(module)
+            if theirs is not None and theirs > mine:
+                wrong.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert wrong == []
+
+
+def test_only_lib_ui_imports_streamlit():
+    offenders = [str(p.relative_to(ROOT)) for p in python_files("lib")
+                 if layer_of(p) != LAYERS.index("ui")
+                 and any(m == "streamlit" or m.startswith("streamlit.") for m in imported_modules(p))]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("folder", ["lib", "pages"])
+def test_no_module_over_the_line_limit(folder):
+    long = {str(p.relative_to(ROOT)): n for p in python_files(folder)
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}, f"split these by what they teach (limit {MAX_LINES} lines)"
+
+
+def test_every_slug_has_its_concept_folder():
+    missing = [c.slug for c in CONCEPTS if not (ROOT / "lib/concepts" / c.slug.replace("-", "_")).is_dir()]
+    assert missing == []
+
+
+def test_no_import_cycles_between_lib_modules():
+    graph: dict[str, set[str]] = {}
+    for path in python_files("lib"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        graph[name] = {m for m in imported_modules(path) if m.startswith("lib.")}
+    modules = set(graph)
+    graph = {k: {m for m in v if m in modules and m != k} for k, v in graph.items()}
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                cycle.extend(stack[stack.index(nxt):] + [nxt])
+                return True
+            if state.get(nxt) is None and visit(nxt, stack + [nxt]):
+                return True
+        state[node] = 2
+        return False
+
+    for n in sorted(graph):
+        if state.get(n) is None and visit(n, [n]):
+            break
+    assert cycle == [], " -> ".join(cycle)
+
+
+def test_pages_only_display_checks():
+    """Checks live in lib/concepts/<slug>/checks.py, where tests assert on the same functions."""
+    builders = [p.name for p in python_files("pages") if "CheckResult(" in p.read_text()]
+    assert builders == []
