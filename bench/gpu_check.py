@@ -21,9 +21,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lib.core.engine import Engine  # noqa: E402
+from lib.model.from_transformers import engine_from_hf  # noqa: E402
 from lib.decoding.generate import greedy  # noqa: E402
-from lib.core.spec import spec_from_config  # noqa: E402
 from lib.core.cache.static import GraphedGreedyDecoder  # noqa: E402
 
 
@@ -59,7 +58,7 @@ def timed(fn, device, repeat=3):
 
 
 def parity(hf, device, n_prompt: int) -> dict:
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, hf.config.vocab_size, (1, n_prompt), generator=g).to(device)
     cache = eng.new_cache(capacity=n_prompt + 32)
@@ -80,7 +79,7 @@ def parity(hf, device, n_prompt: int) -> dict:
 
 
 def speed(hf, device, new_tokens: int) -> dict:
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, hf.config.vocab_size, (1, 32), generator=g).tolist()[0]
     ids = torch.tensor([prompt], device=device)
@@ -113,7 +112,7 @@ def speed(hf, device, new_tokens: int) -> dict:
 
 def verify_cost(hf, device, context: int = 512) -> dict:
     """Time of one forward with k new tokens against a `context`-token cache, relative to k=1."""
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     g = torch.Generator().manual_seed(2)
     ctx = torch.randint(0, hf.config.vocab_size, (1, context), generator=g).to(device)
     base = eng.new_cache(capacity=context + 64)

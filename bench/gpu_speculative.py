@@ -13,8 +13,7 @@ import time
 import torch
 
 from lib.concepts.speculative.drafts import PromptLookupDraft
-from lib.core.engine import Engine
-from lib.core.spec import spec_from_config
+from lib.model.from_transformers import engine_from_hf
 from lib.decoding.sampling import SamplingConfig
 from lib.concepts.speculative.speculative_decode import plain_decode, speculative_generate
 
@@ -32,7 +31,7 @@ class OracleDraft(PromptLookupDraft):
 
 
 def measure(hf, device, new_tokens: int = 96) -> dict:
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     g = torch.Generator().manual_seed(5)
     pattern = torch.randint(0, hf.config.vocab_size, (24,), generator=g).tolist()
     prompt = pattern * 6

@@ -74,10 +74,9 @@ def real_model():
 @pytest.fixture(scope="session")
 def real_engine_with_hf(real_hf):
     """Our engine on a copy of the reference model's weights (the reference stays intact)."""
-    from lib.core.engine import Engine
-    from lib.core.spec import spec_from_config
+    from lib.model.from_transformers import engine_from_hf
 
-    return Engine(spec_from_config(real_hf.config), real_hf)
+    return engine_from_hf(real_hf)
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,10 @@
 """The glass-box engine: this project's own forward pass over a loaded model's weights.
 
-It knows nothing about text: token ids in, logits out. The weights come from a loaded
-transformers model; every per-visitor thing — the KV cache, positions, hooks — is passed in
-by the caller, so one Engine can serve many sessions and never changes after construction.
+It knows nothing about text: token ids in, logits out. It is built from a ModelSpec and
+EngineWeights only (reading a transformers model into them is the model layer's job:
+lib/model/from_transformers.py); every per-visitor thing — the KV cache, positions, hooks —
+is passed in by the caller, so one Engine can serve many sessions and never changes after
+construction. The cache is anything that implements lib/core/cache/protocol.py.
 
 Weight layout: every projection is kept as W^T, shape (in, out), contiguous, and applied as
 `x @ W^T`. For one decoding token this is a matrix-vector product that streams the weight
@@ -34,8 +36,9 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from lib.core.engine_weights import EngineWeights, LayerWeights, from_named  # noqa: F401 (re-exported)
-from lib.core.cache.dense import PAD_POSITION, KVCache
+from lib.core.engine_weights import EngineWeights, LayerWeights
+from lib.core.cache.dense import KVCache
+from lib.core.cache.protocol import PAD_POSITION, KVCacheProtocol
 from lib.core.spec import ModelSpec
 from lib.core.rope import apply_rope, cos_sin, inv_frequencies
 
@@ -67,62 +70,51 @@ def linear(x: torch.Tensor, w_t: torch.Tensor, bias: torch.Tensor | None = None)
     return y if bias is None else y + bias
 
 
+def soft_cap(x: torch.Tensor, cap: float | None) -> torch.Tensor:
+    """tanh(x / cap) * cap: squashes values smoothly into (-cap, cap) (Gemma 2 scores and
+    logits); no cap (None or 0) returns x itself."""
+    return torch.tanh(x / cap) * cap if cap else x
+
+
+def gqa_scores(q: torch.Tensor, keys: torch.Tensor, spec: ModelSpec) -> torch.Tensor:
+    """Scaled (and soft-capped) attention scores with grouped-query attention, without copying
+    K: the G query heads that share a KV head are stacked along the query axis.
+    q (B, H, T, d), keys (B, Hkv, S, d) -> scores (B, H, T, S), before any mask."""
+    B, H, T, d = q.shape
+    qg = q.reshape(B, spec.n_kv_heads, spec.group_size * T, d)               # (B, Hkv, G*T, d)
+    scores = (qg @ keys.transpose(-1, -2)) * spec.attn_scale                 # (B, Hkv, G*T, S)
+    return soft_cap(scores.view(B, H, T, keys.shape[2]), spec.attn_softcap)  # (B, H, T, S)
+
+
 class Engine:
-    """Forward pass for a ModelSpec over a model's weights.
+    """Forward pass for a ModelSpec over EngineWeights (see lib/core/engine_weights.py).
 
-    `source` is either a loaded transformers model (its weights are copied into the engine's
-    layout; `release_hf=True` frees each original as soon as its copy exists, so the app never
-    holds two copies — tests keep the transformers model intact to compare against it) or an
-    EngineWeights (e.g. memory-mapped from the bundled model's engine.safetensors)."""
+    `rope`: per layer (inv_freq (d/2,), attention scaling) when the model scales RoPE (e.g.
+    Llama 3; lib/model/from_transformers.py reads them); default: plain RoPE from the spec's
+    thetas. `key` names the weights + device + dtype in result caches (lib/ui/runtime)."""
 
-    def __init__(self, spec: ModelSpec, source, release_hf: bool = False):
-        self.spec = spec
-        if isinstance(source, EngineWeights):
-            w, hf_model = source, None
-            self.key = "engine-weights"
-        else:
-            hf_model = source
-            self.key = f"{getattr(hf_model, 'name_or_path', '')}|{hf_model.device}"  # cache-key identity
-            params = dict(hf_model.named_parameters(remove_duplicate=False))
-
-            def free(name):
-                if release_hf:
-                    params[name].data = torch.empty(0, dtype=params[name].dtype, device=params[name].device)
-
-            w = from_named(spec, params.get, free)
-        self.embed, self.lm_head = w.embed, w.lm_head            # E^T (D, V) each, usually one object
-        self.final_norm, self.layers = w.final_norm, w.layers
-        self.device, self.dtype = w.embed.device, w.embed.dtype
+    def __init__(self, spec: ModelSpec, weights: EngineWeights,
+                 rope: list[tuple[torch.Tensor, float]] | None = None, key: str = "engine-weights"):
+        if not isinstance(weights, EngineWeights):
+            raise TypeError("Engine(spec, weights) takes EngineWeights; build an engine from a transformers "
+                            "model with lib.model.from_transformers.engine_from_hf(model)")
+        self.spec, self.key = spec, key
+        self.embed, self.lm_head = weights.embed, weights.lm_head   # E^T (D, V) each, usually one object
+        self.final_norm, self.layers = weights.final_norm, weights.layers
+        self.device, self.dtype = weights.embed.device, weights.embed.dtype
         # sqrt(hidden) rounded to the weights' dtype, as transformers does
         self._embed_scale = torch.tensor(spec.embed_scale, dtype=self.dtype, device=self.device)
-        self.inv_freq = [self._inv_freq(hf_model, l) for l in range(spec.n_layers)]
-        self.rope_scaling = [self._rope_scaling(hf_model, l) for l in range(spec.n_layers)]
-
-    # ---- construction --------------------------------------------------------------------
-    def _rotary(self, hf_model):
-        return None if hf_model is None else getattr(hf_model.model, "rotary_emb", None)
-
-    def _inv_freq(self, hf_model, layer: int) -> torch.Tensor:
-        """Our own inv_freq for plain RoPE; the model's for scaled variants (e.g. Llama 3)."""
-        rot, lt = self._rotary(hf_model), self.spec.layer_types[layer]
-        for name in (f"{lt}_inv_freq", "inv_freq"):
-            theirs = getattr(rot, name, None)
-            if theirs is not None:
-                ours = inv_frequencies(self.spec.head_dim, self.spec.rope_thetas[layer])
-                same = theirs.shape == ours.shape and torch.allclose(theirs.float().cpu(), ours)
-                return ours.to(self.device) if same else theirs.float()
-        return inv_frequencies(self.spec.head_dim, self.spec.rope_thetas[layer]).to(self.device)
-
-    def _rope_scaling(self, hf_model, layer: int) -> float:
-        rot, lt = self._rotary(hf_model), self.spec.layer_types[layer]
-        return float(getattr(rot, f"{lt}_attention_scaling", getattr(rot, "attention_scaling", 1.0)))
+        if rope is None:
+            rope = [(inv_frequencies(spec.head_dim, theta), 1.0) for theta in spec.rope_thetas]
+        self.inv_freq = [f.float().to(self.device) for f, _ in rope]       # (d/2,) per layer
+        self.rope_scaling = [float(a) for _, a in rope]
 
     # ---- public API ----------------------------------------------------------------------
     def new_cache(self, batch: int = 1, capacity: int = 64) -> KVCache:
         return KVCache.for_spec(self.spec, batch, self.dtype, self.device, capacity)
 
     @torch.inference_mode()
-    def forward(self, ids: torch.Tensor, cache: KVCache, positions: torch.Tensor | None = None,
+    def forward(self, ids: torch.Tensor, cache: KVCacheProtocol, positions: torch.Tensor | None = None,
                 hooks: Hooks | None = None, logits: str | slice = "last") -> torch.Tensor:
         """Run T new tokens through the model, appending their K/V to `cache`.
 
@@ -135,10 +127,7 @@ class Engine:
         if positions is None:
             start = cache.next_position
             positions = torch.arange(start, start + T, device=ids.device).expand(B, T)
-        if hasattr(cache, "advance"):
-            cache.advance(positions)   # a static (CUDA-graph) cache must not sync with the host
-        else:
-            cache.next_position = int(positions.max()) + 1
+        cache.advance(positions)            # before the layers: a static cache must not sync
 
         x = self.embed.embed(ids) * self._embed_scale                   # (B, T, D)
         x = self._hook(hooks, "embed", -1, x)
@@ -158,9 +147,7 @@ class Engine:
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The LM head on final (normed) hidden states: x (..., D) -> logits (..., V),
         soft-capped where the model does it (Gemma 2)."""
-        out = self.lm_head.logits(x)
-        cap = self.spec.final_softcap
-        return torch.tanh(out / cap) * cap if cap else out
+        return soft_cap(self.lm_head.logits(x), self.spec.final_softcap)
 
     # ---- internals -----------------------------------------------------------------------
     @staticmethod
@@ -171,7 +158,7 @@ class Engine:
         out = fn(layer, x)
         return x if out is None else out
 
-    def _layer(self, l, w: LayerWeights, x, positions, cache: KVCache, cos_sin_, hooks):
+    def _layer(self, l, w: LayerWeights, x, positions, cache: KVCacheProtocol, cos_sin_, hooks):
         spec, eps, off = self.spec, self.spec.rms_eps, self.spec.norm_offset
         B, T, _ = x.shape
         H, Hkv, d = spec.n_heads, spec.n_kv_heads, spec.head_dim
@@ -203,20 +190,16 @@ class Engine:
         return self._hook(hooks, "resid_out", l, x + m)
 
     def _attention(self, l, q, keys, values, q_pos, k_pos, hooks):
-        """Grouped-query attention without copying K/V: the G query heads that share a KV
-        head are stacked along the query axis. q (B, H, T, d), keys/values (B, Hkv, S, d)."""
+        """Grouped-query attention without copying K/V (see gqa_scores).
+        q (B, H, T, d), keys/values (B, Hkv, S, d) -> (B, H, T, d)."""
         spec = self.spec
         B, H, T, d = q.shape
-        G, S = spec.group_size, keys.shape[2]
-        qg = q.reshape(B, spec.n_kv_heads, G * T, d)                          # (B, Hkv, G*T, d)
-        scores = (qg @ keys.transpose(-1, -2)) * spec.attn_scale              # (B, Hkv, G*T, S)
-        scores = scores.view(B, H, T, S)
-        if spec.attn_softcap:
-            scores = torch.tanh(scores / spec.attn_softcap) * spec.attn_softcap
+        S = keys.shape[2]
+        scores = gqa_scores(q, keys, spec)                                    # (B, H, T, S)
         allowed = attention_mask(q_pos, k_pos, spec.windows[l])              # (B, 1, T, S)
         scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
         scores = self._hook(hooks, "scores", l, scores)
         probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)            # (B, H, T, S)
         probs = self._hook(hooks, "probs", l, probs)
-        out = probs.view(B, spec.n_kv_heads, G * T, S) @ values               # (B, Hkv, G*T, d)
+        out = probs.view(B, spec.n_kv_heads, spec.group_size * T, S) @ values  # (B, Hkv, G*T, d)
         return out.view(B, H, T, d)

@@ -17,6 +17,7 @@ import torch
 from lib.model import bundled_model
 from lib.core import engine_weights
 from lib.core.engine import Engine
+from lib.model.from_transformers import engine_from_hf
 from lib.core.spec import SUPPORTED_MODEL_TYPES, ModelSpec, spec_from_config
 
 BUNDLED = "bundled"
@@ -87,10 +88,9 @@ def load(source: str = BUNDLED, device: str = "cpu", dtype: torch.dtype = torch.
     except Exception as e:  # noqa: BLE001 - any failure becomes a message for the user
         raise ModelLoadError(f"could not load {source!r}: {type(e).__name__}: {str(e)[:300]}") from e
     timings["load_s"] = time.perf_counter() - t1
-    spec = spec_from_config(hf.config)
     config = hf.config.to_dict()
-    engine = Engine(spec, hf, release_hf=True)
-    engine.key = f"{source}|{device}|{dtype}"  # identifies the weights in cache keys
+    engine = engine_from_hf(hf, release_hf=True, key=f"{source}|{device}|{dtype}")  # key: the weights in cache keys
+    spec = engine.spec
     del hf
     return LoadedModel(source, name, spec, engine, tokenizer, device, dtype, config,
                        Path(folder) if Path(str(folder)).exists() else None,
@@ -124,8 +124,7 @@ def _load_bundled(folder: Path, device: str, dtype: torch.dtype, t0: float, timi
         weights = engine_weights.to(weights, device, dtype)
         tokenizer = tok.result()
     timings["load_s"] = time.perf_counter() - t1
-    engine = Engine(spec, weights)
-    engine.key = f"{BUNDLED}|{device}|{dtype}"
+    engine = Engine(spec, weights, key=f"{BUNDLED}|{device}|{dtype}")
     return LoadedModel(BUNDLED, "Gemma 3 270M (Q4_K_M GGUF, dequantized)", spec, engine, tokenizer, device,
                        dtype, cfg.to_dict(), folder, time.perf_counter() - t0, timings)
 

@@ -5,8 +5,7 @@ import pytest
 import torch
 
 from lib.concepts.attention_scaling import attention_scaling as A
-from lib.core.engine import Engine
-from lib.core.spec import spec_from_config
+from lib.model.from_transformers import engine_from_hf
 from tests.conftest import tiny_gemma3
 
 
@@ -57,7 +56,7 @@ def test_rescale_hook_keeps_mask():
 @pytest.mark.parametrize("factor", [0.25, 1.0, 4.0])
 def test_rescaled_forward_matches_transformers_with_another_scale(factor):
     hf = tiny_gemma3()
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     ids = torch.randint(0, 97, (1, 12), generator=torch.Generator().manual_seed(3))
     ours = A.next_token_probs_with_scale(eng, tuple(ids[0].tolist()), factor)
     for layer in hf.model.layers:
@@ -69,7 +68,7 @@ def test_rescaled_forward_matches_transformers_with_another_scale(factor):
 
 def test_layer_scores_match_engine_on_tiny_model():
     hf = tiny_gemma3()
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     ls = A.layer_scores(eng, tuple(range(1, 11)), 2)
     diff = (ls.dots * ls.model_scale - ls.engine_scores.double())[ls.allowed].abs().max()
     assert diff < 1e-4

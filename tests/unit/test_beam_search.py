@@ -23,13 +23,12 @@ def tiny():
     """Tiny model + our engine on it. One intra-op thread while this module runs: the tiny
     matmuls gain nothing from a second thread, and on a busy 2-core machine the OpenMP
     hand-off costs ~20x the CPU time."""
-    from lib.core.engine import Engine
-    from lib.core.spec import spec_from_config
+    from lib.model.from_transformers import engine_from_hf
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     hf = tiny_gemma3(0)
-    yield hf, Engine(spec_from_config(hf.config), hf)
+    yield hf, engine_from_hf(hf)
     torch.set_num_threads(threads)
 
 

@@ -4,10 +4,9 @@ import pytest
 import torch
 
 from lib.core.cache import policy as cp
-from lib.core.engine import Engine
+from lib.model.from_transformers import engine_from_hf
 from lib.core.hooks import Recorder
 from lib.core.cache.evicting import Cancelled, new_evicting_cache, step
-from lib.core.spec import spec_from_config
 from lib.concepts.cache_policies.policy_masks import policy_hooks
 from lib.concepts.cache_policies.streaming_eval import nll_evicting, nll_masked, nll_recompute, running_perplexity, token_nll
 from tests.conftest import tiny_gemma3
@@ -18,13 +17,13 @@ N = 28
 @pytest.fixture(scope="module")
 def eng():
     hf = tiny_gemma3(window=16)   # layers 0-4 local (16), layer 5 global
-    return Engine(spec_from_config(hf.config), hf)
+    return engine_from_hf(hf)
 
 
 @pytest.fixture(scope="module")
 def eng_w8():
     hf = tiny_gemma3(seed=3, window=8)
-    return Engine(spec_from_config(hf.config), hf)
+    return engine_from_hf(hf)
 
 
 def ids(n=N, seed=5):

@@ -4,8 +4,7 @@ import pytest
 import torch
 
 from lib.concepts.chunked_prefill.chunked_prefill import StepCosts, chunked_vs_oneshot, measure_costs
-from lib.core.engine import Engine
-from lib.core.spec import spec_from_config
+from lib.model.from_transformers import engine_from_hf
 from lib.concepts.chunked_prefill.scheduler_sim import SimRequest, scenario, simulate, sweep_chunks
 from tests.conftest import tiny_gemma3
 
@@ -15,7 +14,7 @@ COSTS = StepCosts((16, 64, 256), (0.02, 0.06, 0.22), (1, 4), (0.01, 0.013), 64) 
 @pytest.fixture(scope="module")
 def eng():
     hf = tiny_gemma3(window=8)
-    return Engine(spec_from_config(hf.config), hf)
+    return engine_from_hf(hf)
 
 
 @pytest.mark.parametrize("chunk", [1, 5, 16, 50])

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from lib.core.engine import Engine
+from lib.model.from_transformers import engine_from_hf
 from lib.core.hooks import Recorder
 from lib.core.spec import spec_from_config
 from tests.conftest import tiny_gemma3, tiny_llama
@@ -19,7 +19,7 @@ def hf_logits(hf, ids):
                                   lambda: tiny_llama("qwen3")], ids=["gemma3", "llama", "qwen2", "qwen3"])
 def test_prefill_logits_match_transformers(make):
     hf = make()
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     ids = torch.randint(0, 97, (2, 30), generator=torch.Generator().manual_seed(1))
     ours = eng.forward(ids, eng.new_cache(batch=2), logits="all")
     torch.testing.assert_close(ours, hf_logits(hf, ids), atol=TOL, rtol=0)
@@ -28,7 +28,7 @@ def test_prefill_logits_match_transformers(make):
 def test_decode_past_sliding_window_matches_transformers():
     """Window 8, 40 tokens: local layers must stop seeing old keys, global ones must not."""
     hf = tiny_gemma3(window=8)
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     ids = torch.randint(0, 97, (1, 40), generator=torch.Generator().manual_seed(2))
     ref = hf_logits(hf, ids)[0]
     cache = eng.new_cache()
@@ -49,7 +49,7 @@ def test_gemma3_details_in_spec():
 def test_engine_does_not_modify_the_transformers_model():
     hf = tiny_gemma3()
     before = {k: v.clone() for k, v in hf.state_dict().items()}
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     eng.forward(torch.tensor([[1, 2, 3]]), eng.new_cache())
     for k, v in hf.state_dict().items():
         assert torch.equal(v, before[k]), k
@@ -57,7 +57,7 @@ def test_engine_does_not_modify_the_transformers_model():
 
 def test_crop_rollback_equals_fresh_prefill():
     hf = tiny_gemma3()
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     ids = torch.tensor([[5, 6, 7, 8, 9, 10]])
     cache = eng.new_cache()
     eng.forward(ids, cache)
@@ -72,7 +72,7 @@ def test_crop_rollback_equals_fresh_prefill():
 
 def test_evicted_positions_get_zero_attention():
     hf = tiny_gemma3(window=64)
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     cache = eng.new_cache()
     eng.forward(torch.arange(1, 13)[None], cache)
     for layer in range(6):
@@ -87,7 +87,7 @@ def test_evicted_positions_get_zero_attention():
 
 def test_window_mask_gives_exact_zeros():
     hf = tiny_gemma3(window=4)
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     rec = Recorder({"probs"}, layers={0, 5})
     eng.forward(torch.arange(1, 11)[None], eng.new_cache(), hooks=rec.hooks())
     local, glob = rec[("probs", 0)][0], rec[("probs", 5)][0]   # (H, T, S)
@@ -99,7 +99,7 @@ def test_window_mask_gives_exact_zeros():
 
 def test_hook_can_replace_an_activation():
     hf = tiny_gemma3()
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     ids = torch.tensor([[1, 2, 3, 4]])
     base = eng.forward(ids, eng.new_cache())
     same = eng.forward(ids, eng.new_cache(), hooks={"mlp_act": lambda l, x: None})
@@ -109,7 +109,7 @@ def test_hook_can_replace_an_activation():
 
 def test_reorder_selects_batch_rows():
     hf = tiny_gemma3()
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     cache = eng.new_cache(batch=2)
     eng.forward(torch.tensor([[1, 2, 3], [4, 5, 6]]), cache)
     cache.reorder(torch.tensor([1, 1]))
@@ -124,7 +124,7 @@ def test_reorder_selects_batch_rows():
 def test_cache_bytes_formula():
     hf = tiny_gemma3()
     spec = spec_from_config(hf.config)
-    eng = Engine(spec, hf)
+    eng = engine_from_hf(hf)
     cache = eng.new_cache()
     eng.forward(torch.arange(1, 21)[None], cache)
     assert cache.nbytes() == spec.kv_bytes_per_token(4) * 20
@@ -132,7 +132,7 @@ def test_cache_bytes_formula():
 
 def test_left_padding_with_positions_matches_unpadded():
     hf = tiny_gemma3(window=64)
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     short = torch.tensor([[5, 6, 7]])
     alone = eng.forward(short, eng.new_cache())
     padded = torch.tensor([[0, 0, 5, 6, 7]])

@@ -2,8 +2,8 @@
 import torch
 
 from lib.concepts.gqa import gqa
-from lib.core.engine import Engine, attention_mask
-from lib.core.spec import spec_from_config
+from lib.core.engine import attention_mask
+from lib.model.from_transformers import engine_from_hf
 from tests.conftest import tiny_gemma3, tiny_llama
 
 
@@ -39,7 +39,7 @@ def test_heads_of_a_group_differ_but_share_keys():
 
 def test_head_maps_on_tiny_models_equal_the_engine():
     for hf in (tiny_gemma3(), tiny_llama("llama")):
-        eng = Engine(spec_from_config(hf.config), hf)
+        eng = engine_from_hf(hf)
         hm = gqa.head_maps(eng, tuple(range(3, 15)), 1)
         assert hm.gqa_vs_mha_exact and hm.gqa_vs_mha <= 1e-6
         G = eng.spec.group_size
@@ -51,7 +51,7 @@ def test_layouts_and_cache_bytes():
     assert names == [("MHA", 4), ("GQA-2", 2), ("MQA", 1)]
     assert gqa.kv_cache_bytes(18, 1, 256, 1000, 2) == 2 * 18 * 256 * 1000 * 2
     hf = tiny_gemma3()
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     check = gqa.measured_cache_bytes(eng, tuple(range(1, 20)))
     assert check.tokens == 19
     for name, n_kv, formula, real in check.rows:

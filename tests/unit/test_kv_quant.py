@@ -5,7 +5,7 @@ import torch
 from lib.concepts.quantization import activation_capture as ac
 from lib.concepts.kv_quantization import kv_quant as kq
 from lib.concepts.model_memory import memory_accounting as ma
-from lib.core.engine import Engine
+from lib.model.from_transformers import engine_from_hf
 from lib.core.spec import spec_from_config
 from lib.concepts.quantization.quantize import QuantSpec, storage_bytes
 from lib.core.cache.ring import RingKVCache, ring_capacities
@@ -15,7 +15,7 @@ from tests.conftest import tiny_gemma3
 @pytest.fixture(scope="module")
 def eng():
     hf = tiny_gemma3(window=8)
-    return Engine(spec_from_config(hf.config), hf)
+    return engine_from_hf(hf)
 
 
 def ids(n, seed=0):

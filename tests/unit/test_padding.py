@@ -3,8 +3,7 @@ import pytest
 import torch
 
 from lib.concepts.padding_mask import padding as P
-from lib.core.engine import Engine
-from lib.core.spec import spec_from_config
+from lib.model.from_transformers import engine_from_hf
 from tests.conftest import tiny_gemma3, tiny_llama
 
 PROMPTS = ((1, 5, 9), (2, 7, 11, 13, 17, 19, 23), (3, 4), (8, 6, 10, 12, 14))
@@ -44,7 +43,7 @@ def test_packed_inputs():
 @pytest.mark.parametrize("make", [tiny_gemma3, lambda: tiny_llama("qwen2")], ids=["gemma3", "qwen2"])
 def test_masked_padded_outputs_equal_per_prompt_outputs(make):
     hf = make()
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     cmp = P.compare_variants(eng, PROMPTS, 0)
     by = {(v.side, v.mode): v for v in cmp.variants}
     for side in P.SIDES:
@@ -58,7 +57,7 @@ def test_masked_padded_outputs_equal_per_prompt_outputs(make):
 def test_padded_batch_matches_transformers_with_attention_mask():
     """Our left-padded batch (positions -1 = padding) against transformers' attention_mask path."""
     hf = tiny_llama("llama")
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     batch = P.pad_batch(PROMPTS, 0, "left")
     ours = eng.head(P.padded_hidden(eng, batch))[:, -1]
     mask = batch.valid.long()
@@ -70,7 +69,7 @@ def test_padded_batch_matches_transformers_with_attention_mask():
 
 def test_timings_have_every_run():
     hf = tiny_gemma3()
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     tm = P.measure_times(eng, PROMPTS, 0, (0, 32), repeats=1)
     assert tm.labels == ["padded:7", "padded:39", "one_by_one", "packed"]
     assert tm.tokens == [28, 156, 17, 17] and all(s > 0 for s in tm.seconds)

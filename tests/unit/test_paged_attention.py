@@ -2,8 +2,7 @@
 import pytest
 import torch
 
-from lib.core.engine import Engine
-from lib.core.spec import spec_from_config
+from lib.model.from_transformers import engine_from_hf
 from lib.concepts.paged_blocks.paged_attention import paged_vs_contiguous
 from lib.concepts.paged_blocks.paged_generation import Request, run_requests
 from tests.conftest import tiny_gemma3
@@ -12,7 +11,7 @@ from tests.conftest import tiny_gemma3
 @pytest.fixture(scope="module")
 def eng():
     hf = tiny_gemma3(window=8)
-    return Engine(spec_from_config(hf.config), hf)
+    return engine_from_hf(hf)
 
 
 def rand_ids(n, seed):

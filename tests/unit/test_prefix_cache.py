@@ -2,8 +2,7 @@
 import pytest
 import torch
 
-from lib.core.engine import Engine
-from lib.core.spec import spec_from_config
+from lib.model.from_transformers import engine_from_hf
 from lib.concepts.prefix_caching.prefix_cache import common_prefix_len, match_blocks, reuse_at_shifted_positions, reuse_vs_recompute, token_diff
 from tests.conftest import tiny_gemma3
 
@@ -11,7 +10,7 @@ from tests.conftest import tiny_gemma3
 @pytest.fixture(scope="module")
 def eng():
     hf = tiny_gemma3(window=64)
-    return Engine(spec_from_config(hf.config), hf)
+    return engine_from_hf(hf)
 
 
 def ids(n, seed):

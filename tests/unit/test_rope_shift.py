@@ -5,8 +5,7 @@ import numpy as np
 import torch
 
 from lib.concepts.rope_shift import rope_shift as R
-from lib.core.engine import Engine
-from lib.core.spec import spec_from_config
+from lib.model.from_transformers import engine_from_hf
 from lib.core.rope import inv_frequencies
 from tests.conftest import tiny_gemma3, tiny_llama
 
@@ -37,7 +36,7 @@ def test_spectrum():
 
 def test_rerotated_keys_equal_recomputed_keys():
     for hf in (tiny_gemma3(), tiny_llama("llama")):
-        eng = Engine(spec_from_config(hf.config), hf)
+        eng = engine_from_hf(hf)
         ids = tuple(range(5, 17))
         for delta in (1, 9, 100):
             out = R.shift_outcome(eng, ids, delta)
@@ -49,7 +48,7 @@ def test_rerotated_keys_equal_recomputed_keys():
 
 def test_moved_cache_does_not_touch_the_original():
     hf = tiny_gemma3()
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     base = R.prompt_cache(eng, tuple(range(5, 12)))
     k0, p0 = base.keys(0).clone(), base.positions(0).clone()
     moved = R.moved_cache(base, 10, eng.inv_freq, True)

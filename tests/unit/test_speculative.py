@@ -6,9 +6,8 @@ import torch
 
 from lib.concepts.speculative import speculative as S
 from lib.concepts.speculative.drafts import EngineDraft, PromptLookupDraft, early_exit_distributions, early_exit_forward
-from lib.core.engine import Engine
+from lib.model.from_transformers import engine_from_hf
 from lib.decoding.generate import greedy
-from lib.core.spec import spec_from_config
 from lib.decoding.sampling import SamplingConfig
 from lib.concepts.speculative.speculative_decode import SpeculativeDecoder, plain_decode, speculative_generate
 from lib.concepts.speculative_speed.speculative_speed import block_expectation, expected_speedup, expected_tokens_per_call, tokens_per_call_sd
@@ -113,7 +112,7 @@ def test_prompt_lookup_finds_latest_longest_match():
 @pytest.fixture(scope="module")
 def tiny():
     hf = tiny_gemma3(seed=0)
-    return Engine(spec_from_config(hf.config), hf)
+    return engine_from_hf(hf)
 
 
 PROMPT = [2, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11]
@@ -134,7 +133,7 @@ def test_a_second_model_with_the_same_vocabulary_drafts_exactly(tiny, gamma):
     """Draft (c): another architecture (a tiny Qwen3) sharing the token ids. Greedy output is
     the target's own, whatever the draft proposes; the draft's cache is its own."""
     other = tiny_llama("qwen3", seed=3)
-    draft_engine = Engine(spec_from_config(other.config), other)
+    draft_engine = engine_from_hf(other)
     run = speculative_generate(tiny, EngineDraft(draft_engine), PROMPT, 16, gamma)
     assert run.new_ids == greedy(tiny, PROMPT, 16).new_ids
     assert 0 <= run.accepted <= run.proposed and run.target_calls <= 16

@@ -1,16 +1,15 @@
 """The static (CUDA-graph-ready) cache gives the same results as the growing cache."""
 import torch
 
-from lib.core.engine import Engine
+from lib.model.from_transformers import engine_from_hf
 from lib.decoding.generate import greedy
-from lib.core.spec import spec_from_config
 from lib.core.cache.static import GraphedGreedyDecoder, StaticKVCache
 from tests.conftest import tiny_gemma3
 
 
 def test_static_cache_logits_equal_dynamic_cache_past_the_window():
     hf = tiny_gemma3(window=8)
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     ids = torch.randint(0, 97, (1, 30), generator=torch.Generator().manual_seed(3))
     dyn, stat = eng.new_cache(), StaticKVCache(eng.spec, 1, 64)
     a = eng.forward(ids[:, :10], dyn)
@@ -24,6 +23,6 @@ def test_static_cache_logits_equal_dynamic_cache_past_the_window():
 
 def test_graphed_decoder_equals_greedy_on_cpu():
     hf = tiny_gemma3(window=8)
-    eng = Engine(spec_from_config(hf.config), hf)
+    eng = engine_from_hf(hf)
     prompt = [1, 5, 7, 9, 11]
     assert GraphedGreedyDecoder(eng, 64).generate(prompt, 20) == greedy(eng, prompt, 20).new_ids

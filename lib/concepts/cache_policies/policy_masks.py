@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from lib.core.engine import gqa_scores
 from lib.core.cache.policy import CachePolicy, policy_window, query_slot, visible
 from lib.core.cache.dense import KVCache
 from lib.core.rope import rerotate
@@ -57,11 +58,7 @@ def _sink_scores_at_slots(engine, cache, policy, layer, q, q_pos, scores):
     delta = (query_slot(policy, q_pos) - q_pos)[None].expand(B, T)        # (B, T)
     q_slot = rerotate(q, delta, engine.inv_freq[layer])                   # (B, H, T, d)
     sink_k = cache.keys(layer)[:, :, :s]                                  # (B, Hkv, s, d)
-    qg = q_slot.reshape(B, spec.n_kv_heads, spec.group_size * T, -1)      # (B, Hkv, G*T, d)
-    sink = (qg @ sink_k.transpose(-1, -2)) * spec.attn_scale              # (B, Hkv, G*T, s)
-    sink = sink.view(B, H, T, s)
-    if spec.attn_softcap:
-        sink = torch.tanh(sink / spec.attn_softcap) * spec.attn_softcap
+    sink = gqa_scores(q_slot, sink_k, spec)                               # (B, H, T, s), the engine's own
     out = scores.clone()
     out[..., :s] = sink.to(out.dtype)
     return out

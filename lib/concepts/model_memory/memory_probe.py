@@ -112,9 +112,8 @@ def model_mode(args: dict) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from lib.model import bundled_model
-    from lib.core.engine import Engine
+    from lib.model.from_transformers import engine_from_hf
     from lib.model.long_text import long_text
-    from lib.core.spec import spec_from_config
 
     torch.set_num_threads(max(1, min(torch.get_num_threads(), 4)))
     device = args.get("device", "cpu")
@@ -132,7 +131,7 @@ def model_mode(args: dict) -> None:
     emit("hf_model_object", before, cuda_delta=cuda_bytes() - cb)
 
     before, cb = anon(), cuda_bytes()
-    engine = Engine(spec_from_config(hf.config), hf, release_hf=True)     # transposed fp32 copies
+    engine = engine_from_hf(hf, release_hf=True)     # transposed fp32 copies
     del hf
     tensors = list({id(t): t for t in _engine_tensors(engine)}.values())
     emit("weights_float32", before, tensor_bytes=sum(t.nbytes for t in tensors),

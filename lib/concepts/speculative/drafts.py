@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from lib.core.engine import Engine, linear, rms_norm
+from lib.core.engine import Engine, linear, rms_norm, soft_cap
 from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
 
 
@@ -40,8 +40,7 @@ def head_logits(engine: Engine, x: torch.Tensor, vocab_subset: torch.Tensor | No
     if head_t is None:
         return engine.head(h)                                               # (..., V)
     out = linear(h, head_t)                                                 # (..., Vs)
-    if spec.final_softcap:
-        out = torch.tanh(out / spec.final_softcap) * spec.final_softcap
+    out = soft_cap(out, spec.final_softcap)
     if vocab_subset is None:
         return out
     full = out.new_full((*out.shape[:-1], spec.vocab), float("-inf"))       # (..., V)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-PAD_POSITION = -1
+from lib.core.cache.protocol import PAD_POSITION  # noqa: F401 (re-exported)
 
 
 class KVCache:
@@ -51,7 +51,6 @@ class KVCache:
     def advance(self, positions: torch.Tensor) -> None:
         """Called by the engine after each forward: new tokens continue after the last one."""
         self.next_position = int(positions.max()) + 1
-
 
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor):
         """Add T entries k, v (B, H, T, d) at positions pos (B, T); return the layer's full

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from lib.core.cache.dense import PAD_POSITION
+from lib.core.cache.protocol import PAD_POSITION
 
 
 class StaticKVCache:
@@ -24,7 +24,7 @@ class StaticKVCache:
         self._v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(spec.n_layers)]
         self._pos = [torch.full((batch, capacity), PAD_POSITION, dtype=torch.long, device=device)
                      for _ in range(spec.n_layers)]
-        self.capacity = capacity
+        self.n_layers, self.capacity = spec.n_layers, capacity
         self.next_position = 0  # only used when the caller gives no positions (prefill)
 
     def append(self, layer: int, k, v, pos):
