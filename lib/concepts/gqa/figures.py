@@ -18,8 +18,7 @@ def head_maps_figure(probs: np.ndarray, tokens: list[str], head_titles: list[str
     cd = np.array(tokens)[None].repeat(len(tokens), 0)
     for h in range(H):
         fig.add_heatmap(z=probs[h], zmin=0, zmax=1, colorscale="Viridis", showscale=h == H - 1,
-                        customdata=cd, hovertemplate="query %{y} → key %{x} (%{customdata})<br>"
-                        "weight %{z:.3f}<extra></extra>", row=1, col=h + 1)
+                        customdata=cd, hovertemplate=labels["hover"] + "<extra></extra>", row=1, col=h + 1)
         fig.update_yaxes(autorange="reversed", row=1, col=h + 1, title_text=labels["y"] if h == 0 else None,
                          **(token_ticks(tokens) if h == 0 else {}))
         fig.update_xaxes(title_text=labels["x"], row=1, col=h + 1, **token_ticks(tokens))
@@ -27,25 +26,31 @@ def head_maps_figure(probs: np.ndarray, tokens: list[str], head_titles: list[str
     return fig
 
 
-def distance_figure(dist: np.ndarray, labels: dict[str, str]) -> go.Figure:
-    """Mean total-variation distance between the heads' attention rows."""
+def distance_figure(dist: np.ndarray, labels: dict[str, str], fmt=format) -> go.Figure:
+    """Mean total-variation distance between the heads' attention rows (cell text >= 12 px,
+    numbers written by `fmt(value, spec)`, the page language's formatter)."""
     names = [f"{labels['head']} {h}" for h in range(dist.shape[0])]
+    text = [[fmt(float(v), ".3f") for v in row] for row in dist]
     fig = go.Figure(go.Heatmap(z=dist, x=names, y=names, colorscale="Blues", zmin=0,
-                               text=np.round(dist, 3), texttemplate="%{text}",
+                               text=text, texttemplate="%{text}", textfont=dict(size=16),
                                hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(title=labels["title"], height=330)
     return fig
 
 
-def cache_bytes_figure(contexts, series: dict[str, list[float]], own: str, labels: dict[str, str]) -> go.Figure:
-    """KV-cache size (MiB) against context length for each layout (log-log)."""
+def cache_bytes_figure(contexts, series: dict[str, list[float]], own: str, labels: dict[str, str],
+                       fmt=format) -> go.Figure:
+    """KV-cache size (MiB) against context length for each layout (log-log; the y axis labels
+    decades only, the x axis the measured context lengths written by `fmt`)."""
     fig = go.Figure()
     for name, ys in series.items():
         fig.add_scatter(x=contexts, y=ys, name=name + (labels["own"] if name == own else ""),
                         mode="lines+markers", line=dict(width=4 if name == own else 2),
-                        hovertemplate="%{x} tokens: %{y:.1f} MiB<extra>" + name + "</extra>")
-    fig.update_xaxes(type="log", title_text=labels["x"], tickvals=list(contexts), ticktext=[f"{c:,}" for c in contexts])
+                        customdata=[fmt(c, ",") for c in contexts],
+                        text=[fmt(y, ",.1f") for y in ys],
+                        hovertemplate=labels["hover"] + "<extra>" + name + "</extra>")
+    fig.update_xaxes(type="log", title_text=labels["x"], tickvals=list(contexts), ticktext=[fmt(c, ",") for c in contexts])
     fig.update_yaxes(type="log", dtick=1, title_text=labels["y"])
     fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig

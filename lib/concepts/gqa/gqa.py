@@ -20,6 +20,7 @@ import torch
 from lib.core.engine import Engine, attention_mask, linear, rms_norm
 from lib.core.hooks import Recorder
 from lib.core.cache.dense import KVCache
+from lib.reference.attention_reference import eager_attention
 
 
 def repeat_kv(x: torch.Tensor, group: int) -> torch.Tensor:
@@ -55,9 +56,10 @@ class HeadMaps:
     probs: torch.Tensor        # (H, T, T) attention weights of every query head
     head_to_kv: list[int]      # query head h -> the KV head it reads
     head_distance: np.ndarray  # (H, H) mean over rows of total-variation distance between heads
-    gqa_vs_mha: float          # max |attn_out(engine, GQA) - attn_out(MHA with repeated K/V)|
-    gqa_vs_mha_exact: bool     # torch.equal on the attention output before o_proj
+    engine_diff: float         # max |o_proj(gqa_attention heads) - the engine's own "attn_out"|
+    gqa_vs_mha_exact: bool     # torch.equal(gqa_attention heads, mha_attention heads on repeated K/V)
     heads_diff: float          # max |heads output: gqa_attention - mha_attention|
+    hf_diff: float             # max |heads output: gqa_attention - transformers' eager attention|
 
 
 def _attn_out(engine: Engine, layer: int, heads: torch.Tensor) -> torch.Tensor:
@@ -71,8 +73,9 @@ def _attn_out(engine: Engine, layer: int, heads: torch.Tensor) -> torch.Tensor:
 @torch.inference_mode()
 def head_maps(engine: Engine, ids, layer: int) -> HeadMaps:
     """Record q, k, v and the attention of `layer` for the prompt, then recompute the layer's
-    attention twice — grouped (shared K/V) and as MHA with K/V repeated — and compare both with
-    what the engine itself produced ("attn_out")."""
+    attention three times — grouped (shared K/V, `gqa_attention`), as MHA with K/V repeated, and
+    with transformers' own eager attention — and compare them with each other and with what the
+    engine itself produced ("attn_out")."""
     spec = engine.spec
     rec = Recorder({"q", "k", "v", "probs", "attn_out"}, layers={layer})
     x = torch.tensor([list(ids)], device=engine.device)
@@ -83,8 +86,9 @@ def head_maps(engine: Engine, ids, layer: int) -> HeadMaps:
     heads_gqa = gqa_attention(q, k, v, spec.attn_scale, allowed)       # (1, H, T, d)
     G = spec.group_size
     heads_mha = mha_attention(q, repeat_kv(k, G), repeat_kv(v, G), spec.attn_scale, allowed)
+    heads_hf, _ = eager_attention(q, k, v, spec.attn_scale, allowed)   # (1, H, T, d)
     engine_out = rec[("attn_out", layer)]
-    mha_out = _attn_out(engine, layer, heads_mha)
+    ours_out = _attn_out(engine, layer, heads_gqa)
     probs = rec[("probs", layer)][0].float()                            # (H, T, T)
     H = probs.shape[0]
     dist = np.zeros((H, H))
@@ -92,8 +96,8 @@ def head_maps(engine: Engine, ids, layer: int) -> HeadMaps:
         for b in range(H):
             dist[a, b] = float(0.5 * (probs[a] - probs[b]).abs().sum(-1).mean())
     return HeadMaps(layer, probs, [h // G for h in range(H)], dist,
-                    float((mha_out - engine_out).abs().max()), torch.equal(heads_gqa, heads_mha),
-                    float((heads_gqa - heads_mha).abs().max()))
+                    float((ours_out - engine_out).abs().max()), torch.equal(heads_gqa, heads_mha),
+                    float((heads_gqa - heads_mha).abs().max()), float((heads_gqa - heads_hf).abs().max()))
 
 
 # ---- cache size ------------------------------------------------------------------------------
@@ -126,16 +130,31 @@ def _with_kv_heads(x: torch.Tensor, n: int) -> torch.Tensor:
     return repeat_kv(x, n // x.shape[1]) if n >= x.shape[1] else x[:, :n]
 
 
+def allocated_kv_bytes(cache: KVCache) -> int:
+    """Bytes of the storage allocated under the cache's keys and values (each storage counted
+    once): what the memory allocator really handed out, spare capacity included; the int64
+    positions the cache also keeps are not counted."""
+    seen, total = set(), 0
+    for l in range(cache.n_layers):
+        for t in (cache.keys(l), cache.values(l)):
+            s = t.untyped_storage()
+            if s.data_ptr() not in seen:
+                seen.add(s.data_ptr())
+                total += s.nbytes()
+    return total
+
+
 @dataclass
 class CacheBytesCheck:
     tokens: int
-    rows: list[tuple[str, int, int, int]]   # (layout, kv heads, formula bytes, real tensor bytes)
+    rows: list[tuple[str, int, int, int]]   # (layout, kv heads, formula bytes, allocated bytes)
 
 
 @torch.inference_mode()
 def measured_cache_bytes(engine: Engine, ids) -> CacheBytesCheck:
-    """Fill the model's real KV cache with the prompt, then build the MHA and intermediate
-    layouts' caches from it (each KV head repeated) and read every cache's tensor bytes."""
+    """Fill the model's real KV cache with the prompt (capacity = prompt length), then build the
+    MHA and intermediate layouts' caches from it (each KV head repeated), and read the bytes of
+    the storage every cache allocated for K and V."""
     spec = engine.spec
     x = torch.tensor([list(ids)], device=engine.device)
     cache = engine.new_cache(1, x.shape[1])
@@ -145,13 +164,13 @@ def measured_cache_bytes(engine: Engine, ids) -> CacheBytesCheck:
     rows = []
     for lay in kv_layouts(spec.n_heads, spec.n_kv_heads):
         if lay.n_kv_heads == spec.n_kv_heads:
-            real = cache.nbytes()
+            real = allocated_kv_bytes(cache)
         else:
             other = KVCache(spec.n_layers, 1, lay.n_kv_heads, spec.head_dim, cache.keys(0).dtype, "cpu", T)
             for l in range(spec.n_layers):
                 other.append(l, _with_kv_heads(cache.keys(l).cpu(), lay.n_kv_heads),
                              _with_kv_heads(cache.values(l).cpu(), lay.n_kv_heads), cache.positions(l).cpu())
-            real = other.nbytes()
+            real = allocated_kv_bytes(other)
         rows.append((lay.name, lay.n_kv_heads,
                      kv_cache_bytes(spec.n_layers, lay.n_kv_heads, spec.head_dim, T, elem), real))
     return CacheBytesCheck(T, rows)
