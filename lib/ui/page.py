@@ -28,45 +28,32 @@ import streamlit as st
 
 from lib.ui import runtime
 from lib.concepts.check_result import CheckResult
-from lib.concepts.catalog import by_slug
+from lib.concepts.catalog import Concept, by_slug
 from lib.model.tokens import EmptyPrompt, Prompt, encode_prompt
 from lib.ui.boot import leave_pages_folder_mode
 from lib.ui.download import figure_downloads
 from lib.ui.i18n import SEPARATORS, texts
+from lib.ui.present import PRESENT, VIEW_PARAM, presenter_view  # noqa: F401 (re-exported)
 from lib.ui.state import UrlState
 
 PROMPT_PARAM = "prompt"
-VIEW_PARAM, PRESENT = "view", "present"
 REVEAL_PARAM = "reveal"
-
-PRESENT_CSS = """<style>
-.stMainBlockContainer { max-width: 100% !important; padding-top: 2rem !important; }
-.stMarkdown p, .stMarkdown li, .stCaption p { font-size: 1.35rem !important; line-height: 1.5 !important; }
-h1 { font-size: 3rem !important; } h2, h3 { font-size: 2.1rem !important; }
-</style>"""
-
-
-def presenter_view() -> bool:
-    """True when this session shows the presenter view (`?view=present` or the sidebar toggle)."""
-    if st.query_params.get(VIEW_PARAM) == PRESENT:
-        st.session_state["present"] = True
-    return bool(st.session_state.get("present", False))
 
 
 class ConceptPage:
-    def __init__(self, slug: str):
+    def __init__(self, slug: str, icon: str | None = None):
+        """`slug` of a concept in lib/concepts/catalog.py; a teaching page that is not one of
+        the concepts (e.g. life-of-a-token) passes its own `icon` instead."""
         leave_pages_folder_mode()
         self.slug = slug
-        self.concept = by_slug(slug)
+        self.concept = by_slug(slug) if icon is None else Concept(0, slug, "teaching", icon)
         self.t = texts(slug)
         self.c = texts("common")
         self.notes: list[str] = []
         self.state = UrlState(slug, self.notes, self.c)
         self.state.claimed.update({VIEW_PARAM, REVEAL_PARAM})
-        self.present = presenter_view()
+        self.present = presenter_view()      # its CSS is applied by the shell (lib/ui/shell.py)
         self.reveal_all = st.query_params.get(REVEAL_PARAM) == "1"
-        if self.present:
-            st.html(PRESENT_CSS)
         self._n_fig = 0
         self._t0 = time.perf_counter()
         st.title(f"{self.concept.icon} {self.t('title')}")
@@ -209,3 +196,10 @@ class ConceptPage:
             self._notes_box.info(note, icon="ℹ️")
         if self._long_box is not None:
             self._long_box.caption(self.c("long_done", s=time.perf_counter() - self._t0))
+        self.cached_caption()
+
+    def cached_caption(self) -> None:
+        """Say when and where this run's shared results were computed (lib.ui.provenance)."""
+        from lib.ui import provenance
+
+        provenance.show()

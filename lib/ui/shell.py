@@ -8,9 +8,12 @@ from lib.model import model_loader
 from lib.ui import runtime
 from lib.concepts.catalog import CONCEPTS, GROUPS, PAGES_DIR
 from lib.model.model_loader import BUNDLED
-from lib.ui.i18n import LANGS, current_lang, texts
+from lib.ui.i18n import LANGS, current_lang, publish_lang, texts
+from lib.ui import present
 
 LANG_NAMES = {"en": "English", "id": "Bahasa Indonesia"}
+# Teaching pages (not concepts): lessons, the life of a token, the glossary (issue 14).
+TEACHING_PAGES = (("lessons", "🎓"), ("life-of-a-token", "🧬"), ("glossary", "📖"))
 PRESETS = ("preset_capital", "preset_story", "preset_code", "preset_id", "preset_list")
 
 
@@ -25,6 +28,10 @@ def _use_preset():
         st.session_state["preset_choice"] = None
 
 
+def _toggle_present():
+    present.set_presenter_view(st.session_state["present_toggle"])
+
+
 def _load_other():
     st.session_state["model_source"] = st.session_state.get("model_other_text", "").strip() or BUNDLED
 
@@ -37,6 +44,8 @@ def sidebar() -> None:
         st.session_state["lang_choice"] = lang
         st.radio(c("language"), LANGS, key="lang_choice", format_func=LANG_NAMES.get,
                  horizontal=True, on_change=_set_lang)
+        st.session_state["present_toggle"] = present.presenter_view()   # the URL and the toggle agree
+        st.toggle(c("present_toggle"), key="present_toggle", on_change=_toggle_present, help=c("present_help"))
         st.selectbox(c("presets"), (None,) + PRESETS, key="preset_choice",
                      format_func=lambda k: c("preset_none") if k is None else c(k), on_change=_use_preset)
         with st.expander(f"{c('model')} · {c('device')}"):
@@ -52,11 +61,10 @@ def sidebar() -> None:
             st.session_state.setdefault("device", model_loader.default_device())
             st.selectbox(c("device"), devices, key="device")
             st.selectbox(c("dtype"), tuple(runtime.DTYPES), key="dtype", help=c("dtype_help"))
+    if present.presenter_view():
+        present.apply_css()
     # Keep the language in the URL when it is not the default, so links keep it.
-    if lang != "en":
-        st.query_params["lang"] = lang
-    elif "lang" in st.query_params:
-        del st.query_params["lang"]
+    publish_lang(lang)
 
 
 def model_status() -> None:
@@ -69,7 +77,9 @@ def model_status() -> None:
 def navigation():
     c = texts("common")
     home = st.Page(str(PAGES_DIR / "home.py"), title=c("home"), icon="🏠", url_path="home", default=True)
-    sections = {"": [home]}
+    teaching = [st.Page(str(PAGES_DIR / f"{slug}.py"), title=c(f"page_{slug}"), icon=icon, url_path=slug)
+                for slug, icon in TEACHING_PAGES if (PAGES_DIR / f"{slug}.py").exists()]
+    sections = {"": [home] + teaching}
     for g in GROUPS:
         pages = [st.Page(str(x.page_file), title=c(f"concept_{x.slug}"), icon=x.icon, url_path=x.slug)
                  for x in CONCEPTS if x.group == g and x.exists]

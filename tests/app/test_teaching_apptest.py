@@ -1,0 +1,64 @@
+"""Teaching pages through AppTest (issue 14): lessons, glossary and the life of a token in
+both languages, the presenter view, and the glossary's link helper."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from lib.ui.i18n import load_texts
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.real_model
+TIMEOUT = 300
+TEACHING = ("lessons", "glossary", "life-of-a-token")
+
+
+def open_page(slug: str | None, params: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    at.run()
+    if slug:
+        at.switch_page(f"pages/{slug}.py")
+        at.run()
+    return at
+
+
+def all_text(at) -> str:
+    parts = ([m.value for m in at.markdown] + [x.value for x in at.title] + [x.value for x in at.subheader]
+             + [x.value for x in at.caption] + [x.value for x in at.info] + [x.value for x in at.success])
+    return "\n".join(str(p) for p in parts)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+@pytest.mark.parametrize("slug", TEACHING)
+def test_teaching_page_renders_in_both_languages(slug, lang):
+    at = open_page(slug, {"lang": lang})
+    assert not at.exception, [e.value for e in at.exception]
+    title = load_texts(slug)[lang]["title"]
+    assert any(title in x.value for x in at.title), [x.value for x in at.title]
+
+
+def test_presenter_view_hides_the_code_and_downloads():
+    at = open_page("temperature", {"view": "present"})
+    assert not at.exception, [e.value for e in at.exception]
+    headers = [s.value for s in at.subheader]
+    common = load_texts("common")["en"]
+    assert common["the_code"] not in headers
+    assert common["what_to_notice"] in headers
+    assert at.query_params.get("view") in ("present", ["present"])
+    assert at.toggle(key="present_toggle").value is True
+
+
+def test_presenter_toggle_writes_the_url_and_shows_the_code_again():
+    at = open_page("temperature", {"view": "present"})
+    at.toggle(key="present_toggle").set_value(False).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "view" not in at.query_params
+    assert load_texts("common")["en"]["the_code"] in [s.value for s in at.subheader]
+
+
+def test_glossary_search_is_bound_to_the_url():
+    at = open_page("glossary", {"q": "cache", "lang": "id"})
+    assert not at.exception
+    heads = [s.value for s in at.subheader]
+    assert "KV cache" in heads
+    assert "temperatur" not in heads
