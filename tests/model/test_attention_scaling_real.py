@@ -15,7 +15,12 @@ def test_real_scores_order_and_scale(real_model):
     ls = A.layer_scores(real_model.engine, ids, 3)
     diff = (ls.dots * ls.model_scale - ls.engine_scores.double())[ls.allowed].abs().max()
     assert diff < 1e-4
-    assert A.row_order_changes(ls.dots, (2.0 ** -10, 0.0625, 1.0, 16.0)) == 0
+    assert A.order_inversions(ls.dots, ls.engine_probs, ls.model_scale) == 0
+    for s in (2.0 ** -10, 0.0625, 1.0, 16.0):
+        assert A.order_inversions(ls.dots, A.scaled_probs(ls.dots, s), s) == 0
+    hot = A.layer_scores(real_model.engine, ids, 3, factor=16.0)             # the engine at scale 1
+    assert A.order_inversions(hot.dots, hot.engine_probs, hot.model_scale) == 0
+    assert float((A.scaled_probs(hot.dots, 1.0).float() - hot.engine_probs).abs().max()) < 1e-5
     ok, _ = A.entropy_never_rises(ls.dots, (0.0, 1 / 64, 1 / 16, 1 / 4, 1.0))
     assert ok
     # without the 1/16 the rows of this head are (almost) one-hot

@@ -24,16 +24,18 @@ def _masked_dots(seed=0, T=7):
 
 def test_scaling_keeps_every_row_order():
     dots, _ = _masked_dots()
-    assert A.row_order_changes(dots, (1e-3, 0.0625, 1.0, 7.0, 300.0)) == 0
+    for s in (1e-3, 0.0625, 1.0, 7.0, 300.0):
+        assert A.order_inversions(dots, A.scaled_probs(dots, s), s) == 0
 
 
 def test_order_check_detects_a_real_change():
     dots, _ = _masked_dots()
-    assert A.row_order_changes(dots, (-1.0,)) == 0          # negative scales are ignored
-    flipped = dots.clone()
-    flipped[0, 3, :2] = flipped[0, 3, :2].flip(-1)         # swap two keys of one row
-    ref = torch.sort(dots, dim=-1, descending=True, stable=True).indices
-    assert (torch.sort(flipped, dim=-1, descending=True, stable=True).indices != ref).any()
+    assert A.order_inversions(dots, A.scaled_probs(dots, -1.0), 1.0) > 0   # a negative scale reverses rows
+    probs = A.scaled_probs(dots, 0.1)
+    row = probs[0, 3].clone()
+    i, j = int(row[:4].argmax()), int(row[:4].argmin())
+    probs[0, 3, i], probs[0, 3, j] = row[j], row[i]                       # swap two keys of one row
+    assert A.order_inversions(dots, probs, 0.1) > 0
 
 
 def test_entropy_never_rises_and_limits():
@@ -73,3 +75,7 @@ def test_layer_scores_match_engine_on_tiny_model():
     diff = (ls.dots * ls.model_scale - ls.engine_scores.double())[ls.allowed].abs().max()
     assert diff < 1e-4
     torch.testing.assert_close(A.scaled_probs(ls.dots, ls.model_scale).float(), ls.engine_probs, atol=1e-5, rtol=0)
+    hot = A.layer_scores(eng, tuple(range(1, 11)), 2, factor=4.0)           # the engine run at 4x the scale
+    assert hot.model_scale == pytest.approx(4 * ls.model_scale)
+    torch.testing.assert_close(A.scaled_probs(hot.dots, hot.model_scale).float(), hot.engine_probs, atol=1e-5, rtol=0)
+    assert A.order_inversions(hot.dots, hot.engine_probs, hot.model_scale) == 0

@@ -52,17 +52,28 @@ class LayerScores:
     allowed: torch.Tensor     # (H, T, T) bool: causal (and window) mask
     engine_scores: torch.Tensor  # (H, T, T) the engine's "scores" (scaled + masked), float32
     engine_probs: torch.Tensor   # (H, T, T) the engine's "probs"
-    model_scale: float        # the scale the model uses (1/16 for Gemma 3 270M)
+    model_scale: float        # the scale the engine ran at (the model's own 1/16 x factor)
     q_norm: torch.Tensor      # (H, T) |q| per head and position
     k_norm: torch.Tensor      # (T,)   |k| of the shared KV head, per position (head 0)
 
 
-def layer_scores(engine: Engine, ids, layer: int) -> LayerScores:
-    """Run the prompt `ids` (tuple of ints) once and recompute q.k for `layer` from the
-    recorded q and k (after QK-norm and RoPE). GQA: query head h reads KV head h // G."""
+def layer_scores(engine: Engine, ids, layer: int, factor: float = 1.0) -> LayerScores:
+    """Run the prompt `ids` (tuple of ints) once — with every layer's attention scale multiplied
+    by `factor` (1 = the model as it is) — and recompute q.k for `layer` in float64 from the
+    recorded q and k (after QK-norm and RoPE). GQA: query head h reads KV head h // G.
+    `engine_scores` / `engine_probs` are what the engine itself computed at that scale."""
     rec = Recorder({"q", "k", "scores", "probs"}, layers={layer})
+    hooks = rec.hooks()
+    if factor != 1.0:
+        record_scores, rescale = hooks["scores"], rescale_hook(float(factor))
+
+        def scores_hook(l, s):
+            s = rescale(l, s)
+            record_scores(l, s)
+            return s
+        hooks["scores"] = scores_hook
     x = torch.tensor([list(ids)], device=engine.device)
-    engine.forward(x, engine.new_cache(1, x.shape[1]), hooks=rec.hooks(), logits="none")
+    engine.forward(x, engine.new_cache(1, x.shape[1]), hooks=hooks, logits="none")
     q, k = rec[("q", layer)][0].double(), rec[("k", layer)][0].double()   # (H, T, d), (Hkv, T, d)
     G = engine.spec.group_size
     k_rep = k.repeat_interleave(G, dim=0)                                  # (H, T, d)
@@ -70,7 +81,7 @@ def layer_scores(engine: Engine, ids, layer: int) -> LayerScores:
     scores = rec[("scores", layer)][0].float()                             # (H, T, T)
     allowed = scores > torch.finfo(scores.dtype).min
     return LayerScores(layer, dots.masked_fill(~allowed, float("-inf")), allowed, scores,
-                       rec[("probs", layer)][0].float(), engine.spec.attn_scale,
+                       rec[("probs", layer)][0].float(), engine.spec.attn_scale * float(factor),
                        q.norm(dim=-1).float(), k[0].norm(dim=-1).float())
 
 
@@ -107,16 +118,19 @@ def scale_sweep(dots: torch.Tensor, allowed: torch.Tensor, scales) -> RowStats:
     return RowStats(np.asarray(list(scales), dtype=np.float64), np.array(ent), np.array(mx), uniform)
 
 
-def row_order_changes(dots: torch.Tensor, scales) -> int:
-    """How many (row, rank) slots change their key when a row of q.k is multiplied by each
-    scale > 0, compared with the unscaled order (stable argsort, float64). 0 = order kept."""
-    ref = torch.sort(dots, dim=-1, descending=True, stable=True).indices
-    worst = 0
-    for s in scales:
-        if s > 0:
-            order = torch.sort(dots * float(s), dim=-1, descending=True, stable=True).indices
-            worst = max(worst, int((order != ref).sum()))
-    return worst
+def order_inversions(dots: torch.Tensor, probs: torch.Tensor, scale: float, margin: float = 1e-4) -> int:
+    """Pairs of keys in one row whose order the attention weights reverse: dots[i] > dots[j]
+    (by more than `margin` after scaling, so float32 rounding of near-ties is not counted) but
+    probs[i] < probs[j]. dots (..., T, S) float64 with -inf where masked; probs (..., T, S) as
+    computed by the code under test. Scaling by any c > 0 keeps every row's order: 0 expected."""
+    d = dots.double()
+    p = probs.double()
+    visible = torch.isfinite(d)
+    gap = (d[..., :, None] - d[..., None, :]) * float(scale)                    # (..., T, S, S)
+    both = visible[..., :, None] & visible[..., None, :]
+    higher = torch.nan_to_num(gap, nan=0.0) > margin
+    reversed_ = p[..., :, None] < p[..., None, :]
+    return int((both & higher & reversed_).sum())
 
 
 # ---- the whole model with another scale ---------------------------------------------------

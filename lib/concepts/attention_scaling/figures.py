@@ -7,7 +7,7 @@ from plotly.subplots import make_subplots
 
 from lib.concepts.plot_marks import log_x_vline
 
-LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # under the plot, never under the title
 MAX_TICK_TOKENS = 24
 
 
@@ -25,7 +25,7 @@ def heatmaps(probs_a: np.ndarray, probs_b: np.ndarray, tokens: list[str], titles
     for col, p in ((1, probs_a), (2, probs_b)):
         fig.add_heatmap(z=p, x=list(range(len(tokens))), y=list(range(len(tokens))), zmin=0, zmax=1,
                         colorscale="Viridis", showscale=col == 2, customdata=np.array(tokens)[None].repeat(len(tokens), 0),
-                        hovertemplate="query %{y} → key %{x} (%{customdata})<br>weight %{z:.3f}<extra></extra>",
+                        hovertemplate=labels["hover"] + "<extra></extra>",
                         row=1, col=col)
         fig.update_xaxes(title_text=labels["x"], row=1, col=col, **token_ticks(tokens))
         fig.update_yaxes(title_text=labels["y"], autorange="reversed", row=1, col=col, **token_ticks(tokens))
@@ -46,7 +46,7 @@ def sweep_figure(scales, entropy, max_w, uniform: float, model_scale: float, cho
     fig.update_yaxes(title_text=labels["entropy"], secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text=labels["max"], secondary_y=True, range=[0, 1.02], tickmode="linear", tick0=0,
                      dtick=0.2, showgrid=False)
-    fig.update_layout(title=labels["title"], height=380, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=430, legend=LEGEND)
     return fig
 
 
@@ -58,17 +58,18 @@ def variance_figure(dims, var_raw, var_scaled, labels: dict[str, str]) -> go.Fig
     fig.add_scatter(x=dims, y=var_scaled, name=labels["scaled"], mode="markers+lines")
     fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
     fig.update_yaxes(type="log", dtick=1, title_text=labels["y"])
-    fig.update_layout(title=labels["title"], height=360, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig
 
 
-def next_token_figure(tokens: list[str], factors, top_probs, labels: dict[str, str]) -> go.Figure:
-    """The model's top next tokens: their probability when the model runs at other scales."""
+def next_token_figure(tokens: list[str], names: list[str], top_probs, labels: dict[str, str]) -> go.Figure:
+    """The model's top next tokens: their probability when the model runs at other scales
+    (one bar series per scale, named by the caller in the page's language)."""
     fig = go.Figure()
-    for f, row in zip(factors, top_probs):
-        fig.add_bar(x=tokens, y=row, name=labels["factor"].format(f=f),
+    for name, row in zip(names, top_probs):
+        fig.add_bar(x=tokens, y=row, name=name,
                     hovertemplate="%{x}: %{y:.4f}<extra></extra>")
-    fig.update_layout(title=labels["title"], barmode="group", yaxis_title=labels["y"], height=380, legend=LEGEND)
+    fig.update_layout(title=labels["title"], barmode="group", yaxis_title=labels["y"], height=430, legend=LEGEND)
     return fig
 
 
@@ -80,5 +81,5 @@ def model_sweep_figure(factors, entropy, kl, labels: dict[str, str]) -> go.Figur
     fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
     fig.update_yaxes(title_text=labels["entropy"], secondary_y=False)
     fig.update_yaxes(title_text=labels["kl"], secondary_y=True, rangemode="tozero", tickmode="auto", showgrid=False)
-    fig.update_layout(title=labels["title"], height=360, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig
