@@ -5,7 +5,7 @@ import streamlit as st
 from lib.decoding import generate
 from lib.ui import runtime
 from lib.concepts.temperature import temperature
-from lib.concepts.check_result import CheckResult
+from lib.concepts.temperature import checks
 from lib.concepts.temperature import figures as plots
 from lib.decoding.sampling import SamplingConfig
 from lib.model.tokens import token_texts
@@ -37,26 +37,45 @@ top_tokens = token_texts(m.tokenizer, sw.top_ids)
 probs_chosen = [temperature.temperature_probs(logits, T_)[sw.top_ids].numpy() for T_ in temps]
 
 tail = m.tokenizer.decode(list(prompt.ids[-4:]), skip_special_tokens=True)
-fig = plots.distributions_figure(top_tokens, temps, probs_chosen, t("fig_dist_title", tail=tail), t("fig_dist_y"))
-data = {"token": top_tokens, "token_id": sw.top_ids.tolist()}
-data.update({f"p_T={T_:g}": p.tolist() for T_, p in zip(temps, probs_chosen)})
-page.figure(fig, "distributions", data)
+hot = max(temps) if max(temps) > 1.0 else 2.0           # the hotter temperature the questions ask about
+p1, p_hot = temperature.temperature_probs(logits, 1.0), temperature.temperature_probs(logits, hot)
+top1, top_hot = int(p1.argmax()), int(p_hot.argmax())
+tok1 = token_texts(m.tokenizer, [top1])[0]
+same_top = top1 == top_hot
+q1 = page.predict("top", t("q_top", T=hot, tok=tok1), ("same", "other"), "same" if same_top else "other",
+                  t("q_top_why_same" if same_top else "q_top_why_other", T=hot, tok=tok1, p1=float(p1[top1]),
+                    p2=float(p_hot[top1])),
+                  format_func=lambda k: t(f"q_top_{k}"))
+if q1:
+    fig = plots.distributions_figure(top_tokens, temps, probs_chosen, t("fig_dist_title", tail=tail), t("fig_dist_y"),
+                                     [f"T = {t.num(T_, 'g')}" for T_ in temps])
+    data = {"token": top_tokens, "token_id": sw.top_ids.tolist()}
+    data.update({f"p_T={T_:g}": p.tolist() for T_, p in zip(temps, probs_chosen)})
+    page.figure(fig, "distributions", data)
 
-for T_ in temps:
-    p = temperature.temperature_probs(logits, T_)
-    n90 = temperature.tokens_for_mass(p, 0.9)
-    st.caption(t("stats_line", T=T_, H=temperature.entropy_bits(p), tok=top_tokens[0], p=float(p.max()), n90=n90))
+    for T_ in temps:
+        p = temperature.temperature_probs(logits, T_)
+        n90 = temperature.tokens_for_mass(p, 0.9)
+        st.caption(t("stats_line_one" if n90 == 1 else "stats_line", T=T_, H=temperature.entropy_bits(p),
+                     tok=top_tokens[0], p=float(p.max()), n90=n90))
 
+h1, h_hot = temperature.entropy_bits(p1), temperature.entropy_bits(p_hot)
+q2 = page.predict("entropy", t("q_entropy", T=hot), ("higher", "lower"), "higher" if h_hot > h1 else "lower",
+                  t("q_entropy_why", T=hot, h1=h1, h2=h_hot, n1=temperature.tokens_for_mass(p1, 0.9),
+                    n2=temperature.tokens_for_mass(p_hot, 0.9)),
+                  format_func=lambda k: t(f"q_entropy_{k}"))
 n_sw = len(SWEEP)
-fig = plots.sweep_figure(SWEEP, sw.entropy_bits[:n_sw], sw.top1_prob[:n_sw], temps,
-                         {"title": t("fig_sweep_title"), "entropy": t("sweep_entropy"),
-                          "top1": t("sweep_top1"), "x": t("sweep_x")})
-page.figure(fig, "entropy_vs_T", {"T": SWEEP.tolist(), "entropy_bits": sw.entropy_bits[:n_sw].tolist(),
-                                  "top1_prob": sw.top1_prob[:n_sw].tolist()})
+if q2:
+    fig = plots.sweep_figure(SWEEP, sw.entropy_bits[:n_sw], sw.top1_prob[:n_sw], temps,
+                             {"title": t("fig_sweep_title"), "entropy": t("sweep_entropy"),
+                              "top1": t("sweep_top1"), "x": t("sweep_x")}, fmt=t.num)
+    page.figure(fig, "entropy_vs_T", {"T": SWEEP.tolist(), "entropy_bits": sw.entropy_bits[:n_sw].tolist(),
+                                      "top1_prob": sw.top1_prob[:n_sw].tolist()})
 
 rank_temps = [T_ for T_ in temps if T_ > 0] or [1.0]
 scaled = temperature.scaled_logits(logits, sw.top_ids[:8], rank_temps)
-fig = plots.rank_figure(top_tokens[:8], scaled, rank_temps, {"title": t("fig_rank_title"), "y": t("fig_rank_y")})
+fig = plots.rank_figure(top_tokens[:8], scaled, [f"T = {t.num(T_, 'g')}" for T_ in rank_temps],
+                        {"title": t("fig_rank_title"), "y": t("fig_rank_y")})
 page.figure(fig, "logits_over_T", {"token": top_tokens[:8],
                                    **{f"logit/T T={T_:g}": col for T_, col in zip(rank_temps, scaled)}})
 
@@ -76,22 +95,11 @@ st.caption(t("gen_caption"))
 
 page.notice()
 
-# ---- live checks -------------------------------------------------------------------------
-check_temps = tuple(sorted(set([0.05, 0.1, 0.3, 0.5, 0.7, 1.5, 2.0, 5.0, 20.0] + [x for x in temps if x > 0])))
-same, worst = runtime.cached(temperature.ranks_identical)(logits, check_temps)
-hf_diff = runtime.cached(temperature.max_diff_vs_transformers)(logits, check_temps)
-ent = sw.entropy_bits[:n_sw]
-greedy_ids = [s.token for s in greedy_steps]
-bad = runtime.cached(generate.argmax_mismatches)(m.engine, prompt.ids, tuple(greedy_ids))
-page.checks([
-    CheckResult(t("check_rank", V=m.spec.vocab, n=len(check_temps), lo=check_temps[0], hi=check_temps[-1]),
-                same, t("check_rank_detail", worst=worst)),
-    CheckResult(t("check_hf"), hf_diff <= 1e-6, t("check_hf_detail", n=len(check_temps), d=hf_diff)),
-    CheckResult(t("check_entropy"), temperature.is_monotonic_increasing(ent),
-                t("check_entropy_detail", h0=ent[0], h1=ent[-1], lo=SWEEP[0], hi=SWEEP[-1], n=n_sw,
-                  step=float(np.diff(ent).min()))),
-    CheckResult(t("check_greedy"), bad == 0, t("check_greedy_detail", k=len(greedy_ids), bad=bad)),
-])
+# ---- live checks (lib/concepts/temperature/checks.py) -------------------------------------
+inputs = runtime.cached(checks.check_inputs)(logits, tuple(temps))
+greedy_ids = tuple(s.token for s in greedy_steps)
+bad = runtime.cached(generate.argmax_mismatches)(m.engine, prompt.ids, greedy_ids)
+page.checks(checks.page_checks(inputs, greedy_ids, bad, t))
 page.try_this()
 page.code(temperature.temperature_probs, temperature.entropy_bits, temperature.ranks_identical,
           generate.sample_steps)

@@ -1,0 +1,1 @@
+"""Mutation tests: plant a realistic bug in a concept's code, see its live checks turn red."""
