@@ -45,11 +45,13 @@ from lib.core.rope import apply_rope, cos_sin, inv_frequencies
 Hooks = dict[str, Callable[[int, torch.Tensor], torch.Tensor | None]]
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, offset: float) -> torch.Tensor:
-    """x / rms(x) * (offset + weight), computed in float32 (as transformers does)."""
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, offset: float,
+             dtype: torch.dtype | None = None) -> torch.Tensor:
+    """x / rms(x) * (offset + weight), computed in float32 (as transformers does), returned
+    in `dtype` (default: x's)."""
     xf = x.float()
     y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
-    return (y * (offset + weight.float())).to(x.dtype)
+    return (y * (offset + weight.float())).to(dtype or x.dtype)
 
 
 def attention_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) -> torch.Tensor:
@@ -104,6 +106,10 @@ class Engine:
         self.device, self.dtype = weights.embed.device, weights.embed.dtype
         # sqrt(hidden) rounded to the weights' dtype, as transformers does
         self._embed_scale = torch.tensor(spec.embed_scale, dtype=self.dtype, device=self.device)
+        # The residual stream x. float16 cannot hold it: a few of Gemma's channels grow past
+        # its 65,504 maximum (inf, then NaN logits), so with float16 weights x stays float32;
+        # every matrix product still reads the weights in their own dtype.
+        self.resid_dtype = torch.float32 if self.dtype == torch.float16 else self.dtype
         if rope is None:
             rope = [(inv_frequencies(spec.head_dim, theta), 1.0) for theta in spec.rope_thetas]
         self.inv_freq = [f.float().to(self.device) for f, _ in rope]       # (d/2,) per layer
@@ -129,7 +135,7 @@ class Engine:
             positions = torch.arange(start, start + T, device=ids.device).expand(B, T)
         cache.advance(positions)            # before the layers: a static cache must not sync
 
-        x = self.embed.embed(ids) * self._embed_scale                   # (B, T, D)
+        x = self.embed.embed(ids).to(self.resid_dtype) * self._embed_scale.to(self.resid_dtype)  # (B, T, D)
         x = self._hook(hooks, "embed", -1, x)
         rope = {}  # (theta, scaling) -> cos, sin, shared by layers of the same type
         for l, w in enumerate(self.layers):
@@ -137,7 +143,7 @@ class Engine:
             if key not in rope:
                 rope[key] = cos_sin(positions, self.inv_freq[l], self.rope_scaling[l])
             x = self._layer(l, w, x, positions, cache, rope[key], hooks)
-        x = rms_norm(x, self.final_norm, spec.rms_eps, spec.norm_offset)
+        x = rms_norm(x, self.final_norm, spec.rms_eps, spec.norm_offset, self.dtype)
         x = self._hook(hooks, "final", spec.n_layers, x)
         if logits == "none":
             return x
@@ -162,7 +168,7 @@ class Engine:
         spec, eps, off = self.spec, self.spec.rms_eps, self.spec.norm_offset
         B, T, _ = x.shape
         H, Hkv, d = spec.n_heads, spec.n_kv_heads, spec.head_dim
-        h = self._hook(hooks, "attn_in", l, rms_norm(x, w.norm_attn_in, eps, off))
+        h = self._hook(hooks, "attn_in", l, rms_norm(x, w.norm_attn_in, eps, off, self.dtype))
         q, k, v = linear(h, w.w_qkv, w.b_qkv).split([H * d, Hkv * d, Hkv * d], dim=-1)   # one product
         q = q.view(B, T, H, d).transpose(1, 2)                               # (B, H, T, d)
         k = k.view(B, T, Hkv, d).transpose(1, 2)                             # (B, Hkv, T, d)
@@ -176,17 +182,17 @@ class Engine:
         a = self._attention(l, q, keys, values, positions, k_pos, hooks)  # (B, H, T, d)
         a = linear(a.transpose(1, 2).reshape(B, T, -1), w.wo)           # (B, T, D)
         if spec.sandwich_norm:
-            a = rms_norm(a, w.norm_attn_out, eps, off)
+            a = rms_norm(a, w.norm_attn_out, eps, off, x.dtype)
         a = self._hook(hooks, "attn_out", l, a)
         x = self._hook(hooks, "resid_mid", l, x + a)
 
-        h = self._hook(hooks, "mlp_in", l, rms_norm(x, w.norm_mlp_in, eps, off))
+        h = self._hook(hooks, "mlp_in", l, rms_norm(x, w.norm_mlp_in, eps, off, self.dtype))
         g, u = linear(h, w.w_gate_up).chunk(2, dim=-1)                  # (B, T, I) each, one product
         g = F.gelu(g, approximate="tanh") if spec.activation == "gelu_tanh" else F.silu(g)
         act = self._hook(hooks, "mlp_act", l, g * u)                     # (B, T, I)
         m = linear(act, w.w_down)                                        # (B, T, D)
         if spec.sandwich_norm:
-            m = rms_norm(m, w.norm_mlp_out, eps, off)
+            m = rms_norm(m, w.norm_mlp_out, eps, off, x.dtype)
         return self._hook(hooks, "resid_out", l, x + m)
 
     def _attention(self, l, q, keys, values, q_pos, k_pos, hooks):

@@ -32,6 +32,10 @@ class EmptyDistribution(ValueError):
     """Every token was removed (e.g. a ban applied after a filter that kept only that token)."""
 
 
+class InvalidLogits(ValueError):
+    """The model's logits contain NaN: nothing can be sampled, and no stage is to blame."""
+
+
 def _is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -194,10 +198,14 @@ def run_pipeline(logits: torch.Tensor, cfg: SamplingConfig, context=()) -> Pipel
     the final distribution is one-hot on the argmax of the filtered logits.
 
     `context` (the token ids so far) is only needed for multi-token `cfg.sequence_bias`.
-    Raises InvalidSamplingParameter for a biased token id outside the vocabulary and
+    The stages work in float32 whatever the model's dtype. Raises InvalidSamplingParameter for
+    a biased token id outside the vocabulary, InvalidLogits for NaN logits and
     EmptyDistribution if the stages removed every token."""
     x = logits.float()
     V = x.shape[-1]
+    if bool(torch.isnan(x).any()):
+        raise InvalidLogits(f"the model's logits contain {int(torch.isnan(x).sum()):,} NaN values "
+                            f"(an overflow in the forward pass?): nothing can be sampled")
     bias = list(cfg.bias) + sequence_bias_pairs(cfg.sequence_bias, context)
     bad = [tok for tok, _ in bias if tok >= V]
     if bad:

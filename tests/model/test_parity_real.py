@@ -69,3 +69,22 @@ def test_app_engine_equals_reference_engine(real_model, real_engine_with_hf):
     a = real_model.engine.forward(ids, real_model.engine.new_cache())
     b = real_engine_with_hf.forward(ids, real_engine_with_hf.new_cache())
     assert torch.equal(a, b)
+
+
+def test_float16_weights_give_finite_logits_and_the_same_top_tokens(real_model):
+    """float16 on the CPU (the temperature page crashed with NaN logits): the engine keeps the
+    residual stream in float32, so the logits are finite and rank like float32's."""
+    from lib.core import engine_weights
+    from lib.core.engine import Engine
+    from lib.decoding.sampling import SamplingConfig, run_pipeline
+
+    e32 = real_model.engine
+    w16 = engine_weights.to(engine_weights.EngineWeights(e32.embed, e32.lm_head, e32.final_norm, e32.layers),
+                            "cpu", torch.float16)
+    e16 = Engine(e32.spec, w16)
+    ids = torch.tensor([[2, 818, 5279, 529, 7001, 563]])                        # The capital of France is
+    a = e16.forward(ids, e16.new_cache())[0, -1].float()                          # (V,)
+    b = e32.forward(ids, e32.new_cache())[0, -1]
+    assert torch.isfinite(a).all()
+    assert a.topk(3).indices.tolist() == b.topk(3).indices.tolist()
+    assert run_pipeline(a, SamplingConfig(0.7)).kept_count > 1
