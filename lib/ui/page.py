@@ -143,10 +143,10 @@ class ConceptPage:
                           horizontal=True, label_visibility="collapsed")
         shown = st.session_state.get(key + ".shown", False) or self.reveal_all
         if guess is None and not shown:
-            if box.button(self.c("predict_show"), key=key + ".show"):
-                st.session_state[key + ".shown"] = True
-                shown = True
-        if guess is None and not shown:
+            # a callback, not the button's return value: it survives the rerun that leaves
+            # Streamlit's pages-folder mode (lib/ui/boot.py) and AppTest sees it too
+            box.button(self.c("predict_show"), key=key + ".show", on_click=st.session_state.__setitem__,
+                       args=(key + ".shown", True))
             box.caption(self.c("predict_hidden"))
             return False
         if guess is None:

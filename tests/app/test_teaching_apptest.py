@@ -62,3 +62,27 @@ def test_glossary_search_is_bound_to_the_url():
     heads = [s.value for s in at.subheader]
     assert "KV cache" in heads
     assert "temperatur" not in heads
+
+
+def test_lesson_step_comes_from_the_url_and_next_moves_it():
+    at = open_page("lessons", {"lesson": "serving", "step": "2"})
+    assert not at.exception, [e.value for e in at.exception]
+    texts = load_texts("lessons")["en"]
+    assert texts["serving_2_q"] in all_text(at)
+    at.button(key="lesson-next").click().run()
+    assert not at.exception
+    assert texts["serving_3_q"] in all_text(at)
+    assert at.query_params.get("step") in ("3", ["3"])
+    at.button(key="lesson-back").click().run()
+    assert texts["serving_2_q"] in all_text(at)
+
+
+def test_lesson_answer_key_is_computed_only_when_asked():
+    at = open_page("lessons", {"lesson": "serving", "step": "1"})
+    assert not at.exception
+    assert not at.success                       # no key yet: nothing was computed
+    at.button(key="key-compute").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.success                           # "Answer key computed on ..."
+    body = all_text(at)
+    assert "MiB" in body and "blocks hit" in body

@@ -1,0 +1,95 @@
+"""Lessons (issue 14 §4): curated paths through the pages, one step at a time, with a
+worksheet and a live answer key. Data: lib/concepts/lessons/; UI helpers: lib/ui/lessons.py."""
+import streamlit as st
+
+from lib.concepts.lessons.catalog import BY_ID, LESSONS
+from lib.ui import lessons as ui
+from lib.ui.glossary import page_title
+from lib.ui.page import ConceptPage
+
+page = ConceptPage("lessons", icon="🎓")
+t, lang = page.t, page.t.lang
+
+# A link that names a lesson/step (home page, a shared URL, the path below) wins over this
+# session's last state; a value this page wrote itself (Next/Back, the widgets) does not.
+PUBLISHED = "lessons.published."
+for name in (ui.LESSON_PARAM, ui.STEP_PARAM):
+    raw = st.query_params.get(name)
+    if raw is not None and raw != st.session_state.get(PUBLISHED + name, raw):
+        st.session_state.pop(page.state._key(name), None)
+
+# ---- overview -----------------------------------------------------------------------------
+st.subheader(t("overview_title"))
+cols = st.columns(len(LESSONS))
+for col, lesson in zip(cols, LESSONS):
+    with col.container(border=True):
+        st.markdown(f"### {lesson.icon} {t(f'lesson_{lesson.id}_title')}")
+        st.caption(f"⏱️ {t('minutes_fmt', m=lesson.minutes)} · {t('steps_fmt', n=len(lesson.steps))}")
+        st.markdown(t(f"lesson_{lesson.id}_summary"))
+        st.markdown("\n".join(f"{n}. {page_title(s.slug, lang)}" for n, s in enumerate(lesson.steps, 1)))
+
+lesson_id = page.state.select(ui.LESSON_PARAM, t("lesson_label"), tuple(BY_ID), LESSONS[0].id,
+                              format_func=lambda i: f"{BY_ID[i].icon} {t(f'lesson_{i}_title')} "
+                                                    f"({t('minutes_fmt', m=BY_ID[i].minutes)})",
+                              radio=True, horizontal=True)
+lesson = BY_ID[lesson_id]
+total = len(lesson.steps)
+step_key = page.state._key(ui.STEP_PARAM)
+
+
+def move(delta: int) -> None:
+    st.session_state[step_key] = min(max(int(st.session_state.get(step_key, 1)) + delta, 1), total)
+
+
+if int(st.session_state.get(step_key, 1)) > total:       # switching to a shorter lesson
+    st.session_state[step_key] = total
+n = page.state.number_slider(ui.STEP_PARAM, t("step_label"), 1, total, 1)
+step = lesson.steps[n - 1]
+st.session_state[PUBLISHED + ui.LESSON_PARAM], st.session_state[PUBLISHED + ui.STEP_PARAM] = lesson_id, str(n)
+title = page_title(step.slug, lang)
+
+# ---- the step -----------------------------------------------------------------------------
+with st.container(border=True, key="lesson-step"):
+    st.subheader(t("step_header", n=n, total=total, page=title))
+    st.markdown(f"**❓ {t('question')}**  \n{t(f'{lesson.id}_{n}_q')}")
+    st.link_button(t("open_page", page=title), ui.step_url(step, lang), type="primary", icon="🔗")
+    st.caption(t("open_caption"))
+    st.markdown(f"**👀 {t('notice')}**  \n{t(f'{lesson.id}_{n}_notice')}")
+    b1, b2, _ = st.columns([1, 1, 4])
+    b1.button(t("back"), on_click=move, args=(-1,), disabled=n == 1, key="lesson-back")
+    b2.button(t("next"), on_click=move, args=(1,), disabled=n == total, key="lesson-next")
+    if not page.present:
+        st.caption(t("link_here"))
+        st.code(ui.lesson_url(lesson.id, n, lang), language=None)
+
+st.subheader(t("path_title"))
+st.markdown("\n".join(
+    f"{i}. {'**' if i == n else ''}[{page_title(s.slug, lang)}]({ui.lesson_url(lesson.id, i, lang)})"
+    f"{'** ◀' if i == n else ''} — {t(f'{lesson.id}_{i}_q')}"
+    for i, s in enumerate(lesson.steps, 1)))
+
+# ---- worksheet and answer key (the key is computed only when asked for) -------------------
+if not page.present:
+    st.subheader(t("worksheet_title"))
+    st.caption(t("worksheet_caption"))
+    base = (st.context.url or "").split("/lessons")[0].rstrip("/") if st.context.url else ""
+    st.download_button(t("download_ws"), ui.worksheet(t, lesson, base), f"lesson-{lesson.id}-{lang}.md",
+                       "text/markdown", icon="📝", key="ws-download")
+    asked = st.session_state.setdefault("lessons.key_for", set())
+    st.button(t("compute_key"), help=t("compute_help"), icon="🔑", key="key-compute",
+              on_click=asked.add, args=((lesson.id, lang),))
+    if (lesson.id, lang) in asked:
+        bar = st.progress(0.0)
+
+        def progress(i, s):
+            bar.progress(i / total, text=t("computing", n=i + 1, total=total, page=page_title(s.slug, lang)))
+
+        key, seconds = ui.answer_key(lesson, lang, progress)
+        bar.empty()
+        m = page.model()
+        st.success(t("key_done", model=m.name, s=seconds))
+        for i, values in enumerate(key, 1):
+            st.markdown(f"**{i}. {page_title(lesson.steps[i - 1].slug, lang)}** — {ui.answer_text(t, lesson, i, values)}")
+        st.download_button(t("download_key"), ui.worksheet(t, lesson, base, key, m.name),
+                           f"lesson-{lesson.id}-{lang}-answer-key.md", "text/markdown", icon="🔑", key="key-download")
+page.finish()
