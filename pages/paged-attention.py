@@ -2,17 +2,18 @@
 import pandas as pd
 import streamlit as st
 
-from lib.concepts.paged_blocks import paged_generation
-from lib.ui import runtime
-from lib.concepts.paged_blocks.block_manager import BlockManager
-from lib.concepts.check_result import CheckResult
-from lib.concepts.paged_blocks.paged_attention import PagedBatch
+from lib.concepts.paged_attention import checks, events
 from lib.concepts.paged_attention import figures as plots
+from lib.concepts.paged_blocks import paged_generation
+from lib.concepts.paged_blocks.block_manager import BlockManager
+from lib.core.cache.paged import PagedBatch
 from lib.model.tokens import encode_prompt
+from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
 BLOCK_SIZES = (8, 16, 32)
 MIB = 2 ** 20
+PLAY_EVERY_S = 1.5
 
 page = ConceptPage("paged-attention")
 t = page.t
@@ -43,32 +44,71 @@ if not run.snapshots:
     page.finish()
     st.stop()
 
-st.markdown(t("requests_line", **{f"n{r.rid}": len(r.prompt_ids) for r in requests}, m=n_new, bs=bs, nb=n_blocks,
-              kib=run.bytes_per_token * bs / 1024))
+st.markdown(t("requests_line", **{f"n{r.rid}": len(r.prompt_ids) for r in requests}, m=n_new, h=max(2, n_new // 2),
+              bs=bs, nb=n_blocks, last=n_blocks - 1, kib=run.bytes_per_token * bs / 1024, L=m.spec.n_layers))
 
-# ---- pool map at one step ----------------------------------------------------------------------
+# ---- predict: how many copies will copy-on-write make? ----------------------------------------
+n_cow = len(run.cow_copies)
+answer = str(n_cow) if n_cow <= 2 else "many"
+why = t("predict_why_partial" if len(prompt.ids) % bs else "predict_why_full",
+        p=len(prompt.ids), bs=bs, q=len(prompt.ids) // bs, r=len(prompt.ids) % bs, c=n_cow)
+revealed = page.predict("cow", t("predict_q", p=len(prompt.ids), bs=bs), ("0", "1", "2", "many"), answer, why,
+                        format_func=lambda o: t(f"opt_{o}"))
+
+# ---- step through the scheduler ----------------------------------------------------------------
 last = len(run.snapshots) - 1
-step = page.state.number_slider("step", t("step_label"), 0, max(last, 1), 0, help=t("step_help"))
-sn = run.snapshots[min(step, last)]
-st.markdown(t("step_event", step=sn.step, event=sn.event or t("no_event"), used=sn.used_blocks, nb=n_blocks))
+STEP_KEY, PLAY_KEY, STOP_KEY = "paged-attention.step", "paged-attention.play", "paged-attention.stop_play"
 colors = plots.owner_colors(list(run.tokens))
-fill = [0] * n_blocks
-for s, table in sn.tables.items():
-    for i, bid in enumerate(table):
-        fill[bid] = max(fill[bid], min(bs, sn.lengths[s] - i * bs))
-fig = plots.pool_map(sn.owners, sn.ref_counts, fill, bs, colors, 8,
-                     {"title": t("pool_title", step=sn.step), "shared": t("shared"), "free": t("free")})
-page.figure(fig, "block_pool", {"block": list(range(n_blocks)), "owners": ["+".join(o) for o in sn.owners],
-                                "ref_count": sn.ref_counts, "slots_filled": fill})
 
-rows = [{t("col_seq"): s, t("col_table"): " → ".join(f"{i}:{b}" for i, b in enumerate(tab)),
-         t("col_tokens"): sn.lengths[s], t("col_blocks"): len(tab), t("col_unused"): len(tab) * bs - sn.lengths[s]}
-        for s, tab in sorted(sn.tables.items())]
-st.markdown(f"**{t('tables_title')}**")
-if rows:
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-else:
-    st.caption(t("no_tables"))
+
+def go_to(value: int) -> None:
+    st.session_state[STEP_KEY] = min(max(value, 0), last)
+
+
+if st.session_state.pop(STOP_KEY, False):
+    st.session_state[PLAY_KEY] = False
+
+
+@st.fragment(run_every=PLAY_EVERY_S if st.session_state.get(PLAY_KEY) and revealed else None)
+def stepper(playing: bool) -> None:
+    if playing:
+        if st.session_state.get(STEP_KEY, 0) >= last:
+            st.session_state[STOP_KEY] = True
+            st.rerun(scope="app")
+        go_to(st.session_state.get(STEP_KEY, 0) + 1)
+    step = page.state.number_slider("step", t("step_label"), 0, max(last, 1), 0, help=t("step_help"))
+    sn = run.snapshots[min(step, last)]
+    b1, b2, b3, _ = st.columns([1, 1, 1, 3])
+    b1.button(t("btn_first"), on_click=go_to, args=(0,), key="pa.first", width="stretch")
+    b2.button(t("btn_back"), on_click=go_to, args=(step - 1,), key="pa.back", width="stretch", disabled=step <= 0)
+    b3.button(t("btn_next"), on_click=go_to, args=(step + 1,), key="pa.next", width="stretch", disabled=step >= last)
+    st.markdown(t("step_head", step=sn.step, used=sn.used_blocks, nb=n_blocks))
+    st.markdown("\n".join(f"- {events.describe(e, t)}" for e in sn.events) or t("no_event"))
+    fill = [0] * n_blocks
+    for s, table in sn.tables.items():
+        for i, bid in enumerate(table):
+            fill[bid] = max(fill[bid], min(bs, sn.lengths[s] - i * bs))
+    fig = plots.pool_map(sn.owners, sn.ref_counts, fill, bs, colors, 8,
+                         {"title": t("pool_title", step=sn.step), "shared": t("shared"), "free": t("free"),
+                          "ref": t("ref_word")})
+    page.figure(fig, "block_pool", {"block": list(range(n_blocks)), "owners": ["+".join(o) for o in sn.owners],
+                                    "ref_count": sn.ref_counts, "slots_filled": fill})
+    rows = [{t("col_seq"): s, t("col_table"): " → ".join(f"{i}:#{b}" for i, b in enumerate(tab)),
+             t("col_tokens"): sn.lengths[s], t("col_blocks"): len(tab), t("col_unused"): len(tab) * bs - sn.lengths[s]}
+            for s, tab in sorted(sn.tables.items())]
+    st.markdown(f"**{t('tables_title')}**")
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    else:
+        st.caption(t("no_tables"))
+    with st.expander(t("log_title", step=sn.step)):
+        st.markdown("\n".join(f"{t('log_step', s=s)} {line}" for s, line in events.step_log(run.snapshots, step, t)))
+
+
+if revealed:
+    st.subheader(t("steps_title"))
+    st.toggle(t("btn_play"), key=PLAY_KEY, help=t("play_help", s=PLAY_EVERY_S))
+    stepper(bool(st.session_state.get(PLAY_KEY)))
 
 # ---- memory over the run -----------------------------------------------------------------------
 steps = [s.step for s in run.snapshots]
@@ -82,7 +122,8 @@ fig = plots.memory_figure(steps, reserved, allocated, stored,
 page.figure(fig, "memory", {"step": steps, "contiguous_reserved_mib": reserved, "paged_allocated_mib": allocated,
                             "tokens_stored_mib": stored})
 peak = max(range(len(steps)), key=lambda i: reserved[i])
-st.caption(t("mem_caption", bpt=bpt / 1024, s=steps[peak], r=reserved[peak], a=allocated[peak], k=stored[peak]))
+st.caption(t("mem_caption", bpt=bpt / 1024, s=steps[peak], r=reserved[peak], a=allocated[peak], k=stored[peak],
+             x=reserved[peak] / max(allocated[peak], 1e-12)))
 
 # ---- what each sequence generated -----------------------------------------------------------------
 st.markdown(f"**{t('gen_title')}**")
@@ -93,31 +134,7 @@ st.dataframe(pd.DataFrame([{t("col_seq"): s, t("col_prompt_end"): "…" + show(r
 st.caption(t("gen_caption", seed=seed))
 
 page.notice()
-worst_unused = max((len(tab) * bs - s.lengths[q] for s in run.snapshots for q, tab in s.tables.items()), default=0)
-shared_full = sum(1 for s in run.snapshots for r in s.ref_counts if r > 1)
-want_cow = 1 if len(prompt.ids) % bs else 0
-# requests that had to wait for space, and whether they got blocks that finished sequences had freed
-freed_before, waited, reused = set(), [], set()
-for prev, cur in zip(run.snapshots, run.snapshots[1:]):
-    freed_before |= {x for q, tab in prev.tables.items() if q not in cur.tables for x in tab}
-    for r in requests:
-        seqs = [q for q in cur.tables if q.split(".")[0] == r.rid and q not in prev.tables]
-        if seqs and cur.step > r.arrival_step:
-            waited.append(r.rid)
-            reused |= {x for q in seqs for x in cur.tables[q]} & freed_before
-page.checks([
-    CheckResult(t("check_equal"), run.max_abs_diff <= 1e-3 and run.argmax_equal,
-                t("check_equal_detail", n=run.n_checked, k=len(run.tokens), d=run.max_abs_diff, same=run.argmax_equal)),
-    CheckResult(t("check_waste", bs=bs), worst_unused < bs,
-                t("check_waste_detail", w=worst_unused, steps=len(run.snapshots))),
-    CheckResult(t("check_invariants"), not run.invariant_errors,
-                t("check_invariants_detail", steps=len(run.snapshots), e=len(run.invariant_errors),
-                  first=(run.invariant_errors or ["—"])[0])),
-    CheckResult(t("check_cow"), len(run.cow_copies) == want_cow,
-                t("check_cow_detail", p=len(prompt.ids), bs=bs, c=len(run.cow_copies), w=want_cow, sh=shared_full)),
-    CheckResult(t("check_reuse"), bool(reused) if waited else True,
-                t("check_reuse_detail", w=", ".join(waited) or "—", r=len(reused)) if waited else t("check_reuse_none")),
-])
+page.checks(checks.page_checks(run, requests, len(prompt.ids), t))
 page.try_this()
 page.code(paged_generation.run_requests, PagedBatch, BlockManager.append_slots, BlockManager.fork)
 page.sources()

@@ -43,3 +43,18 @@ def test_concurrent_paged_decode_equals_contiguous_and_frees_everything(eng):
     for sn in run.snapshots:                           # waste < one block per sequence
         for s, t in sn.tables.items():
             assert len(t) * 4 - sn.lengths[s] < 4
+
+
+def test_events_are_sentences_and_copies_expected_only_for_a_partial_block(eng):
+    from lib.concepts.paged_attention import checks, events
+    reqs = [Request("A", tuple(rand_ids(10, 1)), 5, 0, ((0.0, 0), (1.0, 1))), Request("B", tuple(rand_ids(9, 2)), 4, 1)]
+    run = run_requests(eng, reqs, num_blocks=8, block_size=4)
+    kinds = [e[0] for sn in run.snapshots for e in sn.events]
+    assert kinds[0] == "admit" and "decode" in kinds and "cow" in kinds and kinds.count("free") == 3
+    t = lambda key, **f: key + ":" + ",".join(f"{k}={v}" for k, v in sorted(f.items()))  # noqa: E731
+    log = events.step_log(run.snapshots, len(run.snapshots) - 1, t)
+    assert log[0][1].startswith("ev_admit:") and "ev_fork" in log[0][1]
+    assert any(line.startswith("ev_cow:") for _, line in log)
+    assert checks.expected_copies(10, 4) == 1 and checks.expected_copies(12, 4) == 0
+    assert checks.expected_copies(10, 4, n_samples=3) == 2
+    assert len(run.cow_copies) == checks.expected_copies(10, 4)

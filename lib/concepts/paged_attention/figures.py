@@ -23,9 +23,9 @@ def pool_map(owners: list[list[str]], ref_counts: list[int], fill: list[int], bl
         color = FREE if not own else colors[own[0]] if len(own) == 1 else SHARED
         fig.add_shape(type="rect", x0=c, x1=c + 0.94, y0=-r, y1=-r - 0.9, fillcolor=color,
                       line=dict(color="#888", width=1))
-        txt = f"#{b}<br>" + ("—" if not own else "+".join(own) + f"<br>ref {ref_counts[b]} · {fill[b]}/{block_size}")
+        txt = f"#{b}<br>" + ("—" if not own else "+".join(own) + f"<br>{labels['ref']} {ref_counts[b]} · {fill[b]}/{block_size}")
         fig.add_annotation(x=c + 0.47, y=-r - 0.45, text=txt, showarrow=False,
-                           font=dict(size=10, color="white" if own else "#666"))
+                           font=dict(size=13, color="white" if own else "#666"))
     for s, col in colors.items():
         fig.add_scatter(x=[None], y=[None], mode="markers", marker=dict(size=12, color=col, symbol="square"), name=s)
     fig.add_scatter(x=[None], y=[None], mode="markers", marker=dict(size=12, color=SHARED, symbol="square"),
@@ -34,7 +34,7 @@ def pool_map(owners: list[list[str]], ref_counts: list[int], fill: list[int], bl
                     name=labels["free"])
     fig.update_xaxes(visible=False, range=[-0.1, cols])
     fig.update_yaxes(visible=False, range=[-rows - 0.1, 0.1])
-    fig.update_layout(title=labels["title"], height=90 * rows + 120, plot_bgcolor="white",
+    fig.update_layout(title=labels["title"], height=100 * rows + 130, plot_bgcolor="white",
                       legend=dict(orientation="h", y=-0.02, yanchor="top"))
     return fig
 

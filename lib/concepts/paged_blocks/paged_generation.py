@@ -34,6 +34,7 @@ class Request:
 class Snapshot:
     step: int
     event: str                              # what happened, e.g. "admit A; cow B.2; free C"
+    events: list[tuple]                     # the same, structured (see `run_requests`)
     tables: dict[str, list[int]]            # seq -> physical blocks
     lengths: dict[str, int]                 # seq -> tokens with K/V in the pool
     ref_counts: list[int]                   # per physical block
@@ -58,7 +59,7 @@ class PagedRun:
     rejected: list[str] = field(default_factory=list)   # requests larger than the whole pool
 
 
-def _snapshot(step: int, event: str, bm: BlockManager) -> Snapshot:
+def _snapshot(step: int, events: list[tuple], bm: BlockManager) -> Snapshot:
     owners = [[] for _ in bm.blocks]
     for s, table in bm.tables.items():
         for bid in table:
@@ -67,7 +68,8 @@ def _snapshot(step: int, event: str, bm: BlockManager) -> Snapshot:
     for s, table in bm.tables.items():
         for t in range(bm.lengths[s]):
             filled.add(bm.slot(s, t))
-    return Snapshot(step, event, {s: list(t) for s, t in bm.tables.items()}, dict(bm.lengths),
+    return Snapshot(step, "; ".join(" ".join(str(x) for x in e) for e in events), list(events),
+                    {s: list(t) for s, t in bm.tables.items()}, dict(bm.lengths),
                     [b.ref_count for b in bm.blocks], owners, bm.used_blocks(), len(filled))
 
 
@@ -98,7 +100,16 @@ def _pick(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> int
 def run_requests(engine, requests: list[Request], num_blocks: int, block_size: int = 16,
                  max_steps: int = 200) -> PagedRun:
     """Serve `requests` on a pool of `num_blocks` blocks; then re-run every finished sequence
-    through the engine's contiguous KVCache and compare the logits at every generated step."""
+    through the engine's contiguous KVCache and compare the logits at every generated step.
+
+    Each snapshot's `events` says what the step did, in order, as tuples:
+      ("admit", rid, prompt_tokens, blocks, seqs)   prompt prefilled into `blocks`; `seqs` share them
+      ("wait", rid, need, available)                arrived, but its whole generation needs `need`
+                                                    blocks and only `available` are not promised
+      ("decode", seqs)                              one batched forward, one new token each
+      ("cow", seq, src, dst)                        seq wrote into shared block src: copied to dst
+      ("free", seq, returned, held)                 seq finished; `returned` went back to the free list
+    """
     bm = BlockManager(num_blocks, block_size)
     pool = BlockPool(engine.spec, num_blocks, block_size, engine.dtype, engine.device)
     run = PagedRun(block_size, num_blocks, pool.bytes_per_token)
@@ -124,16 +135,20 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
                 running[nm] = {"left": r.max_new - 1, "temp": temp, "gen": gen, "next": tok}
                 run.tokens[nm], run.n_prompt[nm] = ids + [tok], len(ids)
                 step_logits[nm] = [logits.float().cpu()]
-            events.append(f"admit {r.rid}" + (f" ×{len(names)}" if len(names) > 1 else ""))
+            events.append(("admit", r.rid, len(ids), tuple(bm.tables[names[0]]), tuple(names)))
+        if waiting and waiting[0].arrival_step <= step:
+            r = waiting[0]
+            events.append(("wait", r.rid, _lifetime_blocks(r, block_size), bm.num_free - _still_needed(bm, running)))
         active = [s for s in running if running[s]["left"] > 0]
         if active:
             before = {s: list(bm.tables[s]) for s in active}
             logits = paged_forward(engine, pool, bm, active, [[running[s]["next"]] for s in active])[:, -1]  # (B, V)
+            events.append(("decode", tuple(active)))
             for b, s in enumerate(active):
                 for i, (old, new) in enumerate(zip(before[s], bm.tables[s])):
                     if old != new:
                         run.cow_copies.append((step, s, old, new))
-                        events.append(f"copy-on-write {s}: block {old} → {new}")
+                        events.append(("cow", s, old, new))
                 st = running[s]
                 st["next"] = _pick(logits[b], st["temp"], st["gen"])
                 st["left"] -= 1
@@ -141,10 +156,12 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
                 step_logits[s].append(logits[b].float().cpu())
         for s in [s for s in running if running[s]["left"] == 0]:
             del running[s]
+            held = tuple(bm.tables[s])
+            free_before = set(bm.free_ids)
             bm.free(s)
-            events.append(f"free {s}")
+            events.append(("free", s, tuple(b for b in held if b in set(bm.free_ids) - free_before), held))
         run.invariant_errors += bm.check_invariants()
-        run.snapshots.append(_snapshot(step, "; ".join(events), bm))
+        run.snapshots.append(_snapshot(step, events, bm))
         if not waiting and not running:
             break
     _compare_with_contiguous(engine, run, step_logits)

@@ -1,0 +1,93 @@
+"""Mutation tests for the paged-attention page: realistic bugs planted in the paged cache and
+its allocator (lib.core.cache.paged, lib.concepts.paged_blocks.block_manager) must turn at
+least one of the page's live checks red; without them every check is green. A tiny random
+Gemma 3 runs the same engine, cache and scheduler code as the page (the real model's run
+takes minutes on a busy 2-core machine); a pool small enough that D has to wait."""
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from lib.concepts.paged_attention import checks
+from lib.concepts.paged_blocks import block_manager as bmod
+from lib.concepts.paged_blocks.paged_generation import Request, run_requests
+from lib.core.cache import paged
+from lib.model.from_transformers import engine_from_hf
+from tests.conftest import tiny_gemma3
+
+BS, BLOCKS = 4, 18
+
+
+def key(name, **_):
+    return name
+
+
+def rand_ids(n, seed):
+    return tuple(torch.randint(0, 97, (n,), generator=torch.Generator().manual_seed(seed)).tolist())
+
+
+@pytest.fixture(scope="module")
+def real_model():
+    """Stands in for the bundled model: an object with .engine (tiny random Gemma 3)."""
+    torch.set_num_threads(1)
+    hf = tiny_gemma3(window=8)
+    return SimpleNamespace(engine=engine_from_hf(hf))
+
+
+@pytest.fixture(scope="module")
+def requests():
+    return (Request("A", rand_ids(10, 1), 9, 0, ((0.0, 0), (1.0, 1))), Request("B", rand_ids(23, 2), 5),
+            Request("C", rand_ids(5, 3), 7), Request("D", rand_ids(17, 4), 6, 2))
+
+
+def results(real_model, requests):
+    run = run_requests(real_model.engine, requests, BLOCKS, BS)
+    return {r.name for r in checks.page_checks(run, requests, len(requests[0].prompt_ids), key) if not r.passed}, run
+
+
+def test_all_green_without_a_bug(real_model, requests):
+    failed, run = results(real_model, requests)
+    assert failed == set()
+    assert checks.waits_and_reuse(run, requests)[0], "the pool must make a request wait"
+
+
+def test_slot_forgets_the_block_size(real_model, requests, monkeypatch):
+    def slot_index(table, n_tokens, block_size):          # block id used as a slot offset
+        t = torch.arange(n_tokens)
+        return torch.as_tensor(table, dtype=torch.long)[t // block_size] + t % block_size
+    monkeypatch.setattr(paged, "slot_index", slot_index)
+    assert "check_equal" in results(real_model, requests)[0]
+
+
+def test_write_into_shared_block_without_copy(real_model, requests, monkeypatch):
+    real = bmod.BlockManager.append_slots
+
+    def no_cow(self, seq, token_ids):                    # pretend shared blocks are private
+        saved = {b.block_id: b.ref_count for b in self.blocks}
+        for b in self.blocks:
+            b.ref_count = min(b.ref_count, 1)
+        try:
+            return real(self, seq, token_ids)
+        finally:
+            for b in self.blocks:
+                if b.ref_count == 1 and saved[b.block_id] > 1:
+                    b.ref_count = saved[b.block_id]
+    monkeypatch.setattr(bmod.BlockManager, "append_slots", no_cow)
+    assert {"check_equal", "check_cow"} & results(real_model, requests)[0]
+
+
+def test_one_block_too_many_per_sequence(real_model, requests, monkeypatch):
+    monkeypatch.setattr(bmod.BlockManager, "blocks_needed", lambda self, n: n // self.block_size + 1)
+    assert {"check_waste", "check_invariants"} & results(real_model, requests)[0]
+
+
+def test_free_keeps_the_blocks(real_model, requests, monkeypatch):
+    def leak(self, seq):                                  # forgets to release the references
+        self.tables.pop(seq)
+        del self.lengths[seq]
+    monkeypatch.setattr(bmod.BlockManager, "free", leak)
+    try:
+        failed = results(real_model, requests)[0]
+    except bmod.OutOfBlocks:
+        return                                            # the run cannot even finish: caught too
+    assert {"check_invariants", "check_reuse"} & failed
