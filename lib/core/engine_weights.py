@@ -15,6 +15,7 @@ loading takes a fraction of a second and no second copy of the model ever exists
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable
@@ -22,9 +23,10 @@ from typing import Callable
 import numpy as np
 import torch
 
-from lib.core.vocab_matrix import VocabMatrix
+from lib.core.vocab_matrix import MAX_BLOCKS, VocabMatrix
 
 FILE = "engine.safetensors"
+METADATA = {"layout": "lib.core.engine_weights v2 (fused qkv, gate_up; blocked vocab)"}
 
 
 @dataclass
@@ -68,10 +70,14 @@ _SANDWICH = {"norm_mlp_in": (("pre_feedforward_layernorm.weight",), ""),
 _PLAIN = {"norm_mlp_in": (("post_attention_layernorm.weight",), "")}
 
 
-def from_named(spec, get: Callable[[str], torch.Tensor | None],
-               done: Callable[[str], None] = lambda name: None) -> EngineWeights:
-    """Build EngineWeights from transformers-named tensors. `get(name)` returns a tensor or
-    None; `done(name)` is called once a tensor has been copied (to free the original)."""
+def _fields(spec) -> dict:
+    return {**_LAYER, **(_SANDWICH if spec.sandwich_norm else _PLAIN)}
+
+
+def layer_from_named(spec, i: int, get: Callable[[str], torch.Tensor | None],
+                     done: Callable[[str], None] = lambda name: None) -> LayerWeights:
+    """Layer i's LayerWeights from transformers-named tensors (see `from_named`). A converter
+    that streams the model calls this once per layer, holding only that layer's tensors."""
 
     def take(name: str, transpose: bool):
         t = get(name)
@@ -90,20 +96,36 @@ def from_named(spec, get: Callable[[str], torch.Tensor | None],
         parts = [take(n, transpose) for n in names]
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)   # along `out`
 
+    return LayerWeights(**{f: take_all(tuple(f"model.layers.{i}.{n}" for n in names), how == "T")
+                           for f, (names, how) in _fields(spec).items()})
+
+
+def from_named(spec, get: Callable[[str], torch.Tensor | None],
+               done: Callable[[str], None] = lambda name: None) -> EngineWeights:
+    """Build EngineWeights from transformers-named tensors. `get(name)` returns a tensor or
+    None; `done(name)` is called once a tensor has been copied (to free the original)."""
+
     def take_vocab(name: str) -> VocabMatrix:
         e = get(name).detach()                                 # (V, D)
         out = VocabMatrix.from_dense(e.t())                    # one copy, straight into blocks
         done(name)
         return out
 
-    layers = []
-    for i in range(spec.n_layers):
-        fields_ = {**_LAYER, **(_SANDWICH if spec.sandwich_norm else _PLAIN)}
-        layers.append(LayerWeights(**{f: take_all(tuple(f"model.layers.{i}.{n}" for n in names), how == "T")
-                                      for f, (names, how) in fields_.items()}))
+    layers = [layer_from_named(spec, i, get, done) for i in range(spec.n_layers)]
     embed = take_vocab("model.embed_tokens.weight")
     head = embed if spec.tied_embeddings else take_vocab("lm_head.weight")
-    return EngineWeights(embed, head, take("model.norm.weight", False), layers)
+    norm = get("model.norm.weight")
+    final = None
+    if norm is not None:
+        final = norm.detach().clone()
+        done("model.norm.weight")
+    return EngineWeights(embed, head, final, layers)
+
+
+def flatten_layer(i: int, layer: LayerWeights) -> dict[str, torch.Tensor]:
+    """Layer i's tensors under their names in the engine file ('layers.{i}.{field}')."""
+    return {f"layers.{i}.{f.name}": getattr(layer, f.name)
+            for f in fields(LayerWeights) if getattr(layer, f.name) is not None}
 
 
 def flatten(w: EngineWeights) -> dict[str, torch.Tensor]:
@@ -111,17 +133,46 @@ def flatten(w: EngineWeights) -> dict[str, torch.Tensor]:
     if w.lm_head is not w.embed:
         out["lm_head_blocks"] = w.lm_head.blocks
     for i, layer in enumerate(w.layers):
-        for f in fields(LayerWeights):
-            t = getattr(layer, f.name)
-            if t is not None:
-                out[f"layers.{i}.{f.name}"] = t
+        out.update(flatten_layer(i, layer))
     return out
+
+
+def layout(spec, shapes: dict[str, tuple[int, ...]], dtype=torch.float32) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """The engine file's tensors (name -> (shape, dtype)) for a model whose transformers-named
+    tensors have `shapes`, without building them: what `flatten(from_named(...))` yields
+    (a unit test holds the two equal), for a converter that streams into the file."""
+    def joined(names: tuple[str, ...], transpose: bool):
+        got = [shapes[n] for n in names if n in shapes]
+        if not got:
+            return None
+        if len(got) != len(names):
+            raise ValueError(f"only some of {names} exist: cannot concatenate them")
+        if transpose:                                          # (out, in) each -> (in, sum out)
+            return (got[0][1], sum(s[0] for s in got))
+        return (*got[0][:-1], sum(s[-1] for s in got))
+
+    def vocab(name: str):
+        v, d = shapes[name]                                    # E (V, D) -> blocks (nb, D, V / nb)
+        nb = math.gcd(v, MAX_BLOCKS)
+        return (nb, d, v // nb)
+
+    out = {"embed_blocks": vocab("model.embed_tokens.weight")}
+    if "model.norm.weight" in shapes:
+        out["final_norm"] = tuple(shapes["model.norm.weight"])
+    if not spec.tied_embeddings:
+        out["lm_head_blocks"] = vocab("lm_head.weight")
+    for i in range(spec.n_layers):
+        for f, (names, how) in _fields(spec).items():
+            shape = joined(tuple(f"model.layers.{i}.{n}" for n in names), how == "T")
+            if shape is not None:
+                out[f"layers.{i}.{f}"] = tuple(shape)
+    return {n: (s, dtype) for n, s in out.items()}
 
 
 def save(w: EngineWeights, path: Path) -> None:
     from safetensors.torch import save_file
 
-    save_file(flatten(w), str(path), metadata={"layout": "lib.core.engine_weights v2 (fused qkv, gate_up; blocked vocab)"})
+    save_file(flatten(w), str(path), metadata=METADATA)
 
 
 def load(path: Path, n_layers: int) -> EngineWeights:

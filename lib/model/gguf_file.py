@@ -112,13 +112,27 @@ class GGUFFile:
 
     def dequantize(self, name: str) -> np.ndarray:
         """The tensor as float32, shape `TensorInfo.shape`."""
+        return self.dequantize_rows(name, 0, self.tensors[name].shape[0])
+
+    def dequantize_rows(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Rows start..stop-1 of the tensor's first axis as float32, shape (stop - start, ...).
+
+        Quantization blocks never cross a row of the last axis, so a row range reads only its
+        own bytes: a large tensor (the 262,144 x 640 embedding, 671 MB as float32) can be
+        converted a slice at a time, with the same values as `dequantize`."""
         import gguf
 
         t = self.tensors[name]
+        stop = min(stop, t.shape[0])
         qtype = gguf.GGMLQuantizationType(t.ggml_type)
-        raw = self.raw(name)
+        if len(t.shape) == 1 and qtype != gguf.GGMLQuantizationType.F32:   # one row of blocks
+            return gguf.quants.dequantize(self.raw(name).reshape(1, -1), qtype).reshape(-1)[start:stop].astype(np.float32)
+        inner = int(np.prod(t.shape[1:], dtype=np.int64))           # elements per outer row
+        outer_bytes = t.n_bytes // t.shape[0]
+        raw = self.raw(name)[start * outer_bytes:stop * outer_bytes]
+        shape = (stop - start, *t.shape[1:])
         if qtype == gguf.GGMLQuantizationType.F32:
-            return np.frombuffer(raw, dtype=np.float32).reshape(t.shape).copy()
-        row_bytes = t.n_bytes // int(np.prod(t.shape[:-1]))
-        out = gguf.quants.dequantize(raw.reshape(-1, row_bytes), qtype)
-        return out.reshape(t.shape).astype(np.float32, copy=False)
+            return np.frombuffer(raw, dtype=np.float32).reshape(shape).copy()
+        n_rows = (stop - start) * inner // t.shape[-1]               # rows of the last axis
+        out = gguf.quants.dequantize(raw.reshape(n_rows, -1), qtype)
+        return out.reshape(shape).astype(np.float32, copy=False)

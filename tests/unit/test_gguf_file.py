@@ -51,3 +51,12 @@ def test_not_a_gguf_file_is_rejected(tmp_path):
     p.write_bytes(b"NOPE" + bytes(64))
     with pytest.raises(ValueError, match="not a GGUF"):
         GGUFFile(p)
+
+
+def test_row_ranges_dequantize_to_the_same_values(tiny_gguf):
+    path, a, b = tiny_gguf
+    f = GGUFFile(path)
+    whole = f.dequantize("b.weight")                            # (64, 32), Q8_0
+    for start, stop in [(0, 1), (3, 17), (60, 64), (60, 99)]:
+        np.testing.assert_array_equal(f.dequantize_rows("b.weight", start, stop), whole[start:stop])
+    np.testing.assert_array_equal(f.dequantize_rows("a.weight", 1, 3), a[1:3])
