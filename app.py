@@ -1,14 +1,24 @@
-"""LLM Inference Lab: entry point. Page config, the shared sidebar, navigation; nothing else."""
-import streamlit as st
+"""LLM Inference Lab: entry point. Start-of-server work, page config, the shared sidebar,
+navigation; nothing else."""
+from lib.ui import startup
 
-from lib.ui.boot import leave_pages_folder_mode
+startup.once()  # heavy imports before any page code runs (thirty sessions may start at once)
 
-leave_pages_folder_mode()
-st.set_page_config(page_title="LLM Inference Lab", page_icon="🧪", layout="wide")
+import streamlit as st  # noqa: E402
 
-from lib.ui import shell  # noqa: E402  (after page config)
+from lib.ui import memo, prewarm  # noqa: E402
+from lib.ui.boot import leave_pages_folder_mode  # noqa: E402
+from lib.ui.i18n import BAD_LANG  # noqa: E402
 
-page = shell.navigation()
-shell.sidebar()
-shell.model_status()
-page.run()
+with prewarm.visitor_running():  # background pre-computation waits while a visitor's script runs
+    leave_pages_folder_mode()
+    st.set_page_config(page_title="LLM Inference Lab", page_icon="🧪", layout="wide")
+
+    from lib.ui import shell  # (after page config)
+
+    memo.begin_run()
+    page = shell.navigation()
+    shell.sidebar()
+    shell.model_status()
+    page.run()
+    st.session_state.pop(BAD_LANG, None)  # a page without URL controls (home) shows no stale note later

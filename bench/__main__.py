@@ -1,4 +1,5 @@
 """python -m bench [--baseline] [--only core,topic,...]
+python -m bench --classroom [--port 8621] [--settle 90] [--cold]   (bench/classroom.py: 30 sessions)
 
 Core keys (issue 2): load_cold_s, prepare_cold_s, load_warm_s, decode_tok_s, hf_decode_tok_s,
 decode_speedup, bandwidth_bound_tok_s, decode_fraction_of_bound, logits_max_abs_diff,
@@ -25,7 +26,19 @@ def main() -> None:
     ap.add_argument("--baseline", action="store_true", help="also time the stock transformers GGUF load")
     ap.add_argument("--only", default="", help="comma-separated: core and/or topic module names")
     ap.add_argument("--skip-cold", action="store_true", help="skip the cold preparation (slow, writes 1 GB)")
+    ap.add_argument("--classroom", action="store_true", help="only the classroom load test (bench/classroom.py)")
+    ap.add_argument("--port", type=int, default=8621, help="--classroom: the fresh server's port")
+    ap.add_argument("--settle", type=float, default=90.0, help="--classroom: seconds to wait after the health check")
+    ap.add_argument("--sessions", type=int, default=30, help="--classroom: concurrent sessions per scenario")
+    ap.add_argument("--cold", action="store_true", help="--classroom: an empty results folder (no persisted results)")
     a = ap.parse_args()
+    if a.classroom:
+        from bench import classroom
+
+        out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(["python -m bench"] + sys.argv[1:])}
+        out.update(classroom.run(a.port, a.settle, a.sessions, a.cold))
+        print(json.dumps(out, default=float))
+        return
     only = set(filter(None, a.only.split(",")))
     from bench import core
 
@@ -33,7 +46,7 @@ def main() -> None:
     if not only or "core" in only:
         out.update(core.measure_all(baseline=a.baseline, cold=not a.skip_cold))
     topics = [m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
-              if m.name not in ("core", "__main__", "common") and not m.name.startswith("gpu")]
+              if m.name not in ("core", "__main__", "common", "classroom") and not m.name.startswith("gpu")]
     model = None
     for name in sorted(topics):
         if only and name not in only:

@@ -47,6 +47,18 @@ class LoadedModel:
         return f"{self.source}|{self.device}|{self.dtype}"
 
 
+MAX_SOURCE_CHARS = 512   # longer than any real folder or hub id ("owner/name" is at most 96 + 1 + 96)
+
+
+def _exists(path) -> bool:
+    """Path(path).exists() that says False instead of raising (a name too long for the file
+    system, a NUL byte, a permission error)."""
+    try:
+        return Path(path).expanduser().exists()
+    except (OSError, ValueError):
+        return False
+
+
 def available_devices() -> list[str]:
     return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -81,7 +93,7 @@ def load(source: str = BUNDLED, device: str = "cpu", dtype: torch.dtype = torch.
         return _load_bundled(folder, device, dtype, t0, timings)
     else:
         folder, name = _check_other(source), source
-        local_only = Path(folder).exists() or not _hub_reachable()
+        local_only = _exists(folder) or not _hub_reachable()
     t1 = time.perf_counter()
     try:
         hf, tokenizer = _load_folder(str(folder), device, dtype, local_only)
@@ -93,7 +105,7 @@ def load(source: str = BUNDLED, device: str = "cpu", dtype: torch.dtype = torch.
     spec = engine.spec
     del hf
     return LoadedModel(source, name, spec, engine, tokenizer, device, dtype, config,
-                       Path(folder) if Path(str(folder)).exists() else None,
+                       Path(folder) if _exists(folder) else None,
                        time.perf_counter() - t0, timings)
 
 
@@ -136,14 +148,17 @@ def _check_other(source: str) -> str:
     source = source.strip()
     if not source:
         raise ModelLoadError("no model given")
-    if source.startswith(("/", ".", "~")) and not Path(source).expanduser().exists():
-        raise ModelLoadError(f"there is no folder {source!r} on this machine")
+    if len(source) > MAX_SOURCE_CHARS or "\x00" in source:
+        raise ModelLoadError(f"{source[:60]!r}… ({len(source)} characters) is not a folder or a Hugging Face "
+                             f"id: give a folder path or an id like 'google/gemma-3-270m'")
+    if source.startswith(("/", ".", "~")) and not _exists(source):
+        raise ModelLoadError(f"there is no folder {source[:200]!r} on this machine")
     source = str(Path(source).expanduser()) if source.startswith("~") else source
-    local_only = Path(source).exists() or not _hub_reachable()
+    local_only = _exists(source) or not _hub_reachable()
     try:
         cfg = AutoConfig.from_pretrained(source, trust_remote_code=False, local_files_only=local_only)
     except Exception as e:  # noqa: BLE001
-        if local_only and not Path(source).exists():
+        if local_only and not _exists(source):
             raise ModelLoadError(f"{source!r} is not a folder here, not in the local Hugging Face cache, and "
                                  "the Hugging Face hub cannot be reached from this machine") from e
         msg = str(e).splitlines()[0][:200]

@@ -1,8 +1,8 @@
 """One language mechanism: every text lives in assets/text/<name>.toml as [en] and [id]
 tables with the same keys. `texts("temperature")` returns a lookup for the current language.
 
-The language comes from the `lang` URL parameter (en | id), kept in the session so page
-switches keep it."""
+The language comes from the `lang` URL parameter (en | id) when a link is opened, then from the
+sidebar choice; it is kept in the session so page switches keep it (see `current_lang`)."""
 from __future__ import annotations
 
 import numbers
@@ -27,11 +27,37 @@ def load_texts(name: str) -> dict[str, dict[str, str]]:
     return data
 
 
+LANG_PARAM = "lang"
+_SEEN = "_lang_url_seen"     # the URL's lang value this session last saw (or wrote)
+BAD_LANG = "_lang_bad"       # an invalid URL value, for the page's note (lib.ui.state)
+
+
 def current_lang() -> str:
-    raw = st.query_params.get("lang")
-    if raw in LANGS:
-        st.session_state["lang"] = raw
+    """The session's language. The URL's `lang` decides only when it CHANGED since this session
+    last saw or wrote it (a link was opened or edited); otherwise the sidebar choice stands, so
+    `?lang=id` followed by choosing English gives English. An invalid value (`lang=`, `EN`,
+    `../x`) is ignored and remembered for a note."""
+    raw = st.query_params.get(LANG_PARAM)
+    if raw is not None and raw != st.session_state.get(_SEEN):
+        if raw in LANGS:
+            st.session_state["lang"] = raw
+        else:
+            st.session_state[BAD_LANG] = raw
+    st.session_state[_SEEN] = raw
     return st.session_state.get("lang", "en")
+
+
+def publish_lang(lang: str) -> None:
+    """Write the language to the URL (absent for English), remembering what was written so the
+    next run does not mistake it for a newly opened link."""
+    if lang != "en":
+        if st.query_params.get(LANG_PARAM) != lang:
+            st.query_params[LANG_PARAM] = lang
+        st.session_state[_SEEN] = lang
+    else:
+        if LANG_PARAM in st.query_params:
+            del st.query_params[LANG_PARAM]
+        st.session_state[_SEEN] = None
 
 
 # Decimal and thousands separators per language: English 20,000.5 / Indonesian 20.000,5.

@@ -1,57 +1,121 @@
-"""The one place in lib/ that touches Streamlit caching.
+"""The one place in lib/ that holds the model and the shared results.
 
-- `model()`  : the process-wide LoadedModel chosen in the sidebar (st.cache_resource, shared by
-               every browser session; it holds weights only, never per-visitor state).
-- `cached(fn)`: memoises a pure lib function on its arguments (a small process-wide LRU);
-               a LoadedModel/Engine argument is keyed by its key (source | device | dtype), so
-               results are cached per (model, inputs, settings); progress callbacks are ignored.
+- `model()`  : the LoadedModel for this session. Whoever runs the server chooses the model,
+               device and dtype (`LLM_LAB_MODEL`, `LLM_LAB_DEVICE`, `LLM_LAB_DTYPE`; README);
+               a visitor may choose another one only while the server's memory budget
+               (`LLM_LAB_MEMORY_MB`, default 2200, server + children) allows it, and never when
+               `LLM_LAB_VISITOR_MODELS=0`; otherwise a clear message and the server's model.
+               Besides the server's model at most one other model is held at a time.
+- `cached(fn)`: `cached(fn)(*args)` = fn(*args), shared by every session, single-flight,
+               bounded in bytes and persisted to the cache folder (lib.ui.memo). A
+               LoadedModel/Engine argument is keyed by its key (source | device | dtype), tensors
+               and arrays by their bytes, dataclasses by their fields; callbacks are ignored.
 """
 from __future__ import annotations
 
-import functools
+import dataclasses
 import hashlib
+import os
 import threading
-from collections import OrderedDict
 
 import numpy as np
+import psutil
 import streamlit as st
 import torch
 
-from lib.model import model_loader
 from lib.core.engine import Engine
+from lib.model import model_loader
 from lib.model.model_loader import BUNDLED, LoadedModel, ModelLoadError
+from lib.ui.i18n import texts
+from lib.ui.memo import Memo
 
 torch.set_num_threads(max(1, min(torch.get_num_threads(), 4)))
-_load_lock = threading.Lock()  # two visitors asking for a new model load it once
-
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+SERVER_SOURCE = os.environ.get("LLM_LAB_MODEL", "").strip() or BUNDLED
+SERVER_DTYPE = os.environ.get("LLM_LAB_DTYPE", "float32") if os.environ.get("LLM_LAB_DTYPE") in DTYPES else "float32"
+MEMORY_BUDGET_MB = float(os.environ.get("LLM_LAB_MEMORY_MB", "2200"))
+VISITOR_MODELS = os.environ.get("LLM_LAB_VISITOR_MODELS", "1") != "0"
+
+_load_lock = threading.Lock()      # models load one at a time; two visitors asking for one load it once
+_models: dict[tuple, LoadedModel] = {}
 
 
-@st.cache_resource(show_spinner=False, max_entries=2)
-def _load(source: str, device: str, dtype: str = "float32") -> LoadedModel:
+def server_choice() -> tuple[str, str, str]:
+    return SERVER_SOURCE, model_loader.default_device(), SERVER_DTYPE
+
+
+def rss_mb() -> float:
+    """Resident memory of this server and its child processes, MB."""
+    me = psutil.Process()
+    total = me.memory_info().rss
+    for child in me.children(recursive=True):
+        try:
+            total += child.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 2**20
+
+
+def estimate_mb(source: str, dtype: str) -> float:
+    """What loading `source` in `dtype` adds to the server's memory, MB (weights only)."""
+    per = torch.empty((), dtype=DTYPES[dtype]).element_size()
+    if source == BUNDLED:
+        from lib.core import engine_weights
+        from lib.model import bundled_model
+
+        f = bundled_model.bundled_folder() / engine_weights.FILE
+        fp32 = f.stat().st_size if f.exists() else 1.1e9
+        return fp32 / 4 * per / 2**20
+    folder = source if model_loader._exists(source) else None
+    if folder is None:
+        return 1500.0                     # unknown until downloaded: assume a small model
+    from pathlib import Path
+
+    stored = sum(p.stat().st_size for p in Path(folder).glob("*") if p.suffix in (".safetensors", ".bin"))
+    return stored / 2 * per / 2**20       # checkpoints are mostly stored in 16-bit
+
+
+def _load(source: str, device: str, dtype: str) -> LoadedModel:
+    key = (source, device, dtype)
+    if key in _models:
+        return _models[key]
     with _load_lock:
+        if key in _models:
+            return _models[key]
+        c = texts("server")
+        if key != server_choice():
+            if not VISITOR_MODELS:
+                raise ModelLoadError(c("model_fixed", model=SERVER_SOURCE, dtype=SERVER_DTYPE))
+            for other in [k for k in _models if k != server_choice()]:
+                del _models[other]        # at most one visitor model at a time (sessions keep theirs until rerun)
+            need, used = estimate_mb(source, dtype), rss_mb()
+            if used + need > MEMORY_BUDGET_MB:
+                raise ModelLoadError(c("model_over_budget", need=need, used=used, budget=MEMORY_BUDGET_MB,
+                                       model=SERVER_SOURCE, dtype=SERVER_DTYPE))
         bar = st.progress(0.0, text="Preparing the model…")
 
         def progress(frac, msg):
             bar.progress(min(max(frac, 0.0), 1.0), text=f"Preparing the bundled model (first run only): {msg}")
 
         try:
-            return model_loader.load(source, device, DTYPES[dtype], progress=progress)
+            m = model_loader.load(source, device, DTYPES[dtype], progress=progress)
         finally:
             bar.empty()
+        _models[key] = m
+        return m
 
 
 def choice() -> tuple[str, str, str]:
-    """(source, device, dtype) this session asked for (set by the sidebar)."""
-    return (st.session_state.get("model_source", BUNDLED),
-            st.session_state.get("device", model_loader.default_device()),
-            st.session_state.get("dtype", "float32"))
+    """(source, device, dtype) this session asked for (set by the sidebar; the server's by default)."""
+    src, dev, dt = server_choice()
+    return (st.session_state.get("model_source", src), st.session_state.get("device", dev),
+            st.session_state.get("dtype", dt))
 
 
 def model() -> LoadedModel:
-    """The model for this session. A failed load shows the reason and keeps the model the
-    session had before (the bundled one at first)."""
+    """The model for this session. A failed or refused load shows the reason and keeps the
+    model the session had before (the server's at first)."""
     wanted = choice()
     try:
         m = _load(*wanted)
@@ -59,14 +123,15 @@ def model() -> LoadedModel:
         return m
     except ModelLoadError as e:
         st.error(str(e))
-        good = st.session_state.get("model_good", (BUNDLED, "cpu", "float32"))
-        st.session_state["model_source"] = good[0]
+        good = st.session_state.get("model_good", server_choice())
+        st.session_state["model_source"], st.session_state["dtype"] = good[0], good[2]
         return _load(*good)
 
 
 def _arg_key(x):
     """A hashable stand-in for one argument: models by identity of their weights, tensors and
-    arrays by their bytes, callables (progress callbacks) not at all, the rest by value."""
+    arrays by their bytes, dataclasses by their fields, callables (progress callbacks) not at
+    all, the rest by value."""
     if isinstance(x, (LoadedModel, Engine)):
         return ("model", x.key)
     if isinstance(x, torch.Tensor):
@@ -80,40 +145,22 @@ def _arg_key(x):
         return (type(x).__name__,) + tuple(_arg_key(i) for i in x)
     if isinstance(x, dict):
         return ("dict",) + tuple((k, _arg_key(v)) for k, v in sorted(x.items(), key=lambda kv: repr(kv[0])))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return (type(x).__qualname__,) + tuple((f.name, _arg_key(getattr(x, f.name))) for f in dataclasses.fields(x))
     return ("value", repr(x))
-
-
-class _Memo:
-    """Process-wide LRU memo of one function. Unlike st.cache_data it records no Streamlit
-    elements, so a function may report progress through a callback; results are shared
-    between sessions and must be treated as read-only."""
-
-    def __init__(self, fn, max_entries: int):
-        self.fn, self.max_entries = fn, max_entries
-        self.store: OrderedDict = OrderedDict()
-        self.lock = threading.Lock()
-        functools.update_wrapper(self, fn)
-
-    def __call__(self, *args, **kwargs):
-        key = (tuple(_arg_key(a) for a in args), tuple((k, _arg_key(v)) for k, v in sorted(kwargs.items())))
-        with self.lock:
-            if key in self.store:
-                self.store.move_to_end(key)
-                return self.store[key]
-        value = self.fn(*args, **kwargs)
-        with self.lock:
-            self.store[key] = value
-            while len(self.store) > self.max_entries:
-                self.store.popitem(last=False)
-        return value
 
 
 _wrapped: dict = {}
 
 
+def _yield_hook():
+    from lib.ui import prewarm
+
+    prewarm.yield_to_visitors()
+
+
 def cached(fn, max_entries: int = 32):
-    """`cached(fn)(*args)` = fn(*args), memoised per process on the arguments' values
-    (a LoadedModel/Engine by its key; callbacks such as progress reporters are ignored)."""
+    """`cached(fn)(*args)` = fn(*args), memoised for every session (see lib.ui.memo)."""
     if fn not in _wrapped:
-        _wrapped[fn] = _Memo(fn, max_entries)
+        _wrapped[fn] = Memo(fn, _arg_key, max_entries, before_compute=_yield_hook)
     return _wrapped[fn]

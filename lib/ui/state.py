@@ -15,13 +15,19 @@ from typing import Callable, Sequence
 
 import streamlit as st
 
-GLOBAL_PARAMS = {"lang"}  # owned by the app shell
+from lib.ui.i18n import BAD_LANG, LANG_PARAM, LANGS
+
+GLOBAL_PARAMS = {LANG_PARAM}  # owned by the app shell
 
 
 class UrlState:
     def __init__(self, page: str, notes: list[str], t):
         self.page, self.notes, self.t = page, notes, t
         self.claimed: set[str] = set(GLOBAL_PARAMS)
+        bad_lang = st.session_state.pop(BAD_LANG, None)   # set by i18n.current_lang this run
+        if bad_lang is not None:
+            self.notes.append(t("note_bad_param", name=LANG_PARAM, value=bad_lang[:40],
+                                reason=f"allowed: {', '.join(LANGS)}"))
 
     # ---- core ------------------------------------------------------------------------------
     def _key(self, name: str) -> str:

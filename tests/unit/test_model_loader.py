@@ -53,3 +53,11 @@ def test_unreachable_hub_id_fails_fast_with_a_clear_message(monkeypatch):
     with pytest.raises(ModelLoadError, match="cannot be reached"):
         model_loader.load("some-org/some-model-that-is-not-cached", "cpu")
     assert time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize("source", ["/" + "a" * 299, "a" * 300, "./" + "b/" * 150, "x" * 600, "/tmp/\x00nul"])
+def test_overlong_or_odd_paths_are_clear_errors_not_oserrors(source, monkeypatch):
+    """A 300-character "Another model" path raised an uncaught `OSError: File name too long`."""
+    monkeypatch.setattr(model_loader, "_hub_reachable", lambda *a, **k: False)
+    with pytest.raises(ModelLoadError):
+        model_loader.load(source, "cpu")

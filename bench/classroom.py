@@ -1,0 +1,154 @@
+"""python -m bench --classroom : a class of thirty on one fresh server (issue 12).
+
+Starts `streamlit run app.py` on its own port, waits for /_stcore/health and then `--settle`
+seconds (90), then three scenarios, each 30 sessions at once over Streamlit's own websocket
+protocol (lib.ui.visitor: one rerun_script BackMsg per session, ForwardMsgs read until
+script_finished):
+- class_mix_crashed : 30 sessions over 10 pages in their default state; sessions with an
+                      exception element, a missing page or no finished run (must be 0);
+- class_same_p95_s  : 30 x temperature, default state (p95 of the sessions' times);
+- class_diff_p95_s  : 30 x temperature, 30 different prompts;
+- class_peak_rss_mb : server + children, sampled every 0.2 s over the whole run;
+- class_single_s / class_single_diff_s : one session alone (default / a new prompt), for scale.
+Results persisted by earlier servers (the cache folder) are used, as after a real restart;
+`--cold` gives the server an empty results folder instead.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+MIX_PAGES = 10
+SUBJECTS = ("France", "Japan", "Kenya", "Peru", "Norway", "Egypt", "Canada", "Vietnam", "Chile", "Spain",
+            "Ghana", "Nepal", "Poland", "Cuba", "Iran", "Laos", "Mali", "Oman", "Fiji", "Chad",
+            "Italy", "Brazil", "India", "Mexico", "Sweden", "Turkey", "Greece", "Kenya's neighbour Uganda",
+            "Portugal", "Austria")
+
+
+def p95(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(0.95 * len(xs)) - 1))]
+
+
+class PeakRss:
+    """Samples the RSS of a process and all its children until stopped; keeps the peak (MB)."""
+
+    def __init__(self, pid: int, every_s: float = 0.2):
+        self.proc, self.every_s, self.peak = psutil.Process(pid), every_s, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def now(self) -> float:
+        total = 0
+        for p in [self.proc] + self.proc.children(recursive=True):
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        return total / 2**20
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, self.now())
+            except psutil.Error:
+                pass
+            self._stop.wait(self.every_s)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        return self.peak
+
+
+def start_server(port: int, env: dict | None = None, log=None):
+    """A fresh `streamlit run app.py` on 127.0.0.1:port; returns (Popen, base url) once its
+    health check answers."""
+    e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+                             "--server.port", str(port), "--server.headless", "true",
+                             "--server.address", "127.0.0.1"],
+                            cwd=ROOT, env=e, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(240):
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}")
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+            return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError("streamlit did not answer its health check in 120 s")
+
+
+def stop_server(proc) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def mix_pages() -> list[str]:
+    from lib.concepts.catalog import CONCEPTS
+
+    return [c.slug for c in CONCEPTS if c.exists][:MIX_PAGES]
+
+
+def diff_queries(n: int = 30) -> list[str]:
+    return [urllib.parse.urlencode({"prompt": f"The capital of {SUBJECTS[i % len(SUBJECTS)]} is"}) for i in range(n)]
+
+
+def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool = False) -> dict:
+    from lib.ui.visitor import class_of, visit
+
+    out: dict = {"class_sessions": sessions, "class_settle_s": settle_s, "class_cold_results": cold,
+                 "class_cpus": os.cpu_count()}
+    tmp = tempfile.TemporaryDirectory(prefix="llm-lab-results-") if cold else None
+    env = {"LLM_LAB_RESULTS": tmp.name} if tmp else {}
+    log = open(Path(tempfile.gettempdir()) / f"classroom-{port}.log", "wb")
+    proc, url = start_server(port, env, log)
+    rss = PeakRss(proc.pid)
+    try:
+        time.sleep(settle_s)
+        out["class_load_avg_start"] = os.getloadavg()[0]
+        pages = mix_pages()
+        mix = class_of(url, [(pages[i % len(pages)], "") for i in range(sessions)])
+        crashed = [v for v in mix if v.crashed]
+        out["class_mix_crashed"] = len(crashed)
+        out["class_mix_pages"] = len(set(pages))
+        out["class_mix_p95_s"] = round(p95([v.seconds for v in mix]), 2)
+        out["class_mix_crashes"] = [f"{v.page}: {v.failure or (v.exceptions or ['page not found' if v.page_not_found else 'unfinished'])[0]}"[:200]
+                                    for v in crashed][:5]
+        single = visit(url, "temperature", "")
+        out["class_single_s"] = round(single.seconds, 2)
+        same = class_of(url, [("temperature", "")] * sessions)
+        out["class_same_p95_s"] = round(p95([v.seconds for v in same]), 2)
+        out["class_same_crashed"] = sum(v.crashed for v in same)
+        one = visit(url, "temperature", urllib.parse.urlencode({"prompt": "A quiet morning in the village of"}))
+        out["class_single_diff_s"] = round(one.seconds, 2)
+        diff = class_of(url, [("temperature", q) for q in diff_queries(sessions)])
+        out["class_diff_p95_s"] = round(p95([v.seconds for v in diff]), 2)
+        out["class_diff_median_s"] = round(statistics.median(v.seconds for v in diff), 2)
+        out["class_diff_crashed"] = sum(v.crashed for v in diff)
+        out["class_load_avg_end"] = os.getloadavg()[0]
+    finally:
+        out["class_peak_rss_mb"] = round(rss.stop())
+        stop_server(proc)
+        log.close()
+        if tmp:
+            tmp.cleanup()
+    return out

@@ -1,0 +1,168 @@
+"""The process-wide memo behind `runtime.cached`: shared by every session, single-flight,
+bounded in bytes, persisted to the cache folder.
+
+For one key (function, its arguments' values, the model's key):
+1. in memory          -> returned at once;
+2. in flight          -> this caller waits for the thread computing it and gets the same
+                         result (or the same exception): thirty identical sessions compute once;
+3. in the cache folder (same code version) -> loaded (a restarted server shows defaults at once);
+4. otherwise          -> computed inside `model_work()` (so a timed measurement elsewhere runs
+                         alone), stored in memory and on disk.
+Memory is one LRU over all functions with a total byte budget (`LLM_LAB_RESULT_CACHE_MB`,
+default 192) and, per function, at most `max_entries` results. Results are shared between
+sessions: treat them as read-only. Each script run collects where its results came from
+(`run_provenance`), for the page's caption.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from lib.core.timing import model_work
+from lib.ui import result_store
+from lib.ui.result_store import Provenance, ResultStore, nbytes
+
+BUDGET_BYTES = int(float(os.environ.get("LLM_LAB_RESULT_CACHE_MB", "192")) * 2**20)
+
+
+@dataclass
+class Used:
+    """One result a script run used, and where it came from."""
+    fn: str
+    origin: str              # "computed" (this run) | "shared" (another session's, or waited for) | "disk"
+    prov: Provenance
+
+
+class _Flight:
+    def __init__(self):
+        self.done = threading.Event()
+        self.value = None
+        self.error: BaseException | None = None
+        self.origin = "computed"
+        self.prov: Provenance | None = None
+
+
+class Memory:
+    """One LRU of (function name, key) -> (value, bytes, provenance), bounded in bytes."""
+
+    def __init__(self, budget: int = BUDGET_BYTES):
+        self.budget = budget
+        self.items: OrderedDict = OrderedDict()
+        self.per_fn: dict[str, int] = {}
+        self.total = 0
+        self.lock = threading.Lock()
+
+    def get(self, k):
+        with self.lock:
+            if k in self.items:
+                self.items.move_to_end(k)
+                return self.items[k]
+        return None
+
+    def put(self, k, value, size: int, prov: Provenance, max_entries: int) -> None:
+        with self.lock:
+            if k in self.items:
+                return
+            if size > self.budget:
+                return                       # too big to keep: the next caller recomputes (or reads disk)
+            self.items[k] = (value, size, prov)
+            self.per_fn[k[0]] = self.per_fn.get(k[0], 0) + 1
+            self.total += size
+            if self.per_fn[k[0]] > max_entries:
+                self._evict(next(x for x in self.items if x[0] == k[0]))
+            while self.total > self.budget and len(self.items) > 1:
+                self._evict(next(iter(self.items)))
+
+    def _evict(self, k) -> None:
+        _, size, _ = self.items.pop(k)
+        self.total -= size
+        self.per_fn[k[0]] -= 1
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+            self.per_fn.clear()
+            self.total = 0
+
+
+MEMORY = Memory()
+STORE = ResultStore()
+_inflight: dict = {}
+_inflight_lock = threading.Lock()
+_run = threading.local()      # this script thread's provenance list
+stats = {"computed": 0, "waited": 0, "memory": 0, "disk": 0}
+
+
+def begin_run() -> None:
+    _run.used = []
+
+
+def run_provenance() -> list[Used]:
+    return list(getattr(_run, "used", []))
+
+
+def _note(fn_name: str, origin: str, prov: Provenance | None) -> None:
+    if prov is not None and hasattr(_run, "used"):
+        _run.used.append(Used(fn_name, origin, prov))
+
+
+class Memo:
+    """`Memo(fn, key_of, max_entries)(*args, **kw)`: see the module docstring."""
+
+    def __init__(self, fn, key_of, max_entries: int = 32, before_compute=None):
+        self.fn, self.key_of, self.max_entries = fn, key_of, max_entries
+        self.name = result_store.fn_name(fn)
+        self.before_compute = before_compute      # e.g. background work yields to visitors here
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        key = (tuple(self.key_of(a) for a in args), tuple((k, self.key_of(v)) for k, v in sorted(kwargs.items())))
+        k = (self.name, key)
+        hit = MEMORY.get(k)
+        if hit is not None:
+            stats["memory"] += 1
+            _note(self.name, "shared" if hit[2].this_process else "disk", hit[2])
+            return hit[0]
+        with _inflight_lock:
+            flight = _inflight.get(k)
+            mine = flight is None
+            if mine:
+                flight = _inflight[k] = _Flight()
+        if not mine:
+            stats["waited"] += 1
+            flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
+            _note(self.name, "shared" if flight.origin == "computed" else flight.origin, flight.prov)
+            return flight.value
+        try:
+            loaded = STORE.load(self.fn, key)
+            if loaded is not None:
+                flight.value, flight.prov = loaded
+                flight.origin = "disk"
+                stats["disk"] += 1
+            else:
+                if self.before_compute is not None:
+                    self.before_compute()
+                t0 = time.perf_counter()
+                with model_work():
+                    flight.value = self.fn(*args, **kwargs)
+                flight.prov = Provenance.now(time.perf_counter() - t0)
+                stats["computed"] += 1
+            size = nbytes(flight.value)
+            MEMORY.put(k, flight.value, size, flight.prov, self.max_entries)
+            if flight.origin == "computed":
+                STORE.save(self.fn, key, flight.value, flight.prov, size)
+            _note(self.name, flight.origin, flight.prov)
+            return flight.value
+        except BaseException as e:
+            flight.error = e
+            raise
+        finally:
+            flight.done.set()
+            with _inflight_lock:
+                _inflight.pop(k, None)

@@ -1,0 +1,161 @@
+"""Every page's default state, computed in the background once the server runs.
+
+A daemon thread acts as one visitor: it opens each page's default URL (English, then
+Indonesian, whose default prompt differs) through Streamlit's own websocket protocol against
+127.0.0.1 (lib.ui.visitor), one page at a time, so each page's `runtime.cached` results are
+computed (or loaded from the cache folder) and kept, exactly as a student's visit would.
+It has the lowest priority and yields to visitors:
+- it opens the next page only after no real visitor's script has run for `IDLE_S`;
+- inside a page, each new computation waits until no real visitor's script runs
+  (`yield_to_visitors`, called by the memo before it computes);
+- its script thread runs at the lowest CPU priority (nice 19).
+Real visitors are told apart by a header their browsers never send (visitor.PREWARM_HEADER).
+`LLM_LAB_PREWARM=0` switches it off (tests do, to measure cold pages).
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from contextlib import contextmanager
+
+IDLE_S = 1.0
+_cond = threading.Condition()
+_active = 0                  # real visitors' script runs in progress
+_last_active = 0.0           # when the last one ended
+_mine = threading.local()    # is this script thread the background visitor's?
+_started = False
+status: dict = {"state": "not started", "done": 0, "total": 0, "failed": [], "seconds": 0.0}
+
+
+def enabled() -> bool:
+    return os.environ.get("LLM_LAB_PREWARM", "1") != "0"
+
+
+def _is_prewarm_session() -> bool:
+    try:
+        import streamlit as st
+        from lib.ui.visitor import PREWARM_HEADER
+
+        return st.context.headers.get(PREWARM_HEADER) == "1"
+    except Exception:  # noqa: BLE001 - no session context (AppTest, bare scripts): a visitor
+        return False
+
+
+@contextmanager
+def visitor_running():
+    """Wrap a script run (app.py): a real visitor's run makes the background work wait; the
+    background visitor's own run is marked (and niced) instead."""
+    global _active, _last_active
+    if _is_prewarm_session():
+        _mine.on = True
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (OSError, AttributeError):
+            pass
+        try:
+            yield
+        finally:
+            _mine.on = False
+        return
+    with _cond:
+        _active += 1
+    try:
+        yield
+    finally:
+        with _cond:
+            _active -= 1
+            _last_active = time.monotonic()
+            _cond.notify_all()
+
+
+def visitors_active() -> int:
+    return _active
+
+
+def yield_to_visitors(idle_s: float = 0.0) -> None:
+    """In the background visitor's thread: wait until no real visitor's script runs (and none
+    ran for `idle_s`). Anywhere else: return at once."""
+    if not getattr(_mine, "on", False):
+        return
+    with _cond:
+        while _active > 0 or time.monotonic() - _last_active < idle_s:
+            _cond.wait(timeout=0.25)
+
+
+def default_visits() -> list[tuple[str, str]]:
+    """(page, query) of every concept page's default state, English first."""
+    from lib.concepts.catalog import CONCEPTS
+
+    pages = [c.slug for c in CONCEPTS if c.exists]
+    return [(p, "") for p in pages] + [(p, "lang=id") for p in pages]
+
+
+def _base_url() -> str:
+    from streamlit import config
+
+    port = config.get_option("server.port")
+    path = (config.get_option("server.baseUrlPath") or "").strip("/")
+    return f"http://127.0.0.1:{port}" + (f"/{path}" if path else "")
+
+
+def _serving_here(wait_s: float = 30.0) -> bool:
+    """Is this process the one listening on the server port? (Not under AppTest, which runs
+    app.py without a server: the port may then belong to somebody else's app.)"""
+    import psutil
+    from streamlit import config
+
+    port = config.get_option("server.port")
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
+        try:
+            if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+                   for c in psutil.Process().net_connections(kind="tcp")):
+                return True
+        except psutil.Error:
+            return False
+        time.sleep(1.0)
+    return False
+
+
+def _run() -> None:
+    from lib.ui.visitor import PREWARM_HEADER, visit
+
+    if not _serving_here():
+        status.update(state="no server in this process")
+        return
+    visits = default_visits()
+    status.update(state="running", total=len(visits))
+    t0 = time.perf_counter()
+    time.sleep(IDLE_S)
+    for page, query in visits:
+        with _mine_off():
+            yield_to_idle()
+        v = visit(_base_url(), page, query, timeout_s=1800, headers={PREWARM_HEADER: "1"})
+        status["done"] += 1
+        if v.crashed:
+            status["failed"].append(f"{page}?{query}: {v.failure or v.exceptions[:1] or 'not finished'}")
+    status.update(state="done", seconds=time.perf_counter() - t0)
+
+
+@contextmanager
+def _mine_off():
+    _mine.on = True           # the waiting below is the background visitor's
+    try:
+        yield
+    finally:
+        _mine.on = False
+
+
+def yield_to_idle() -> None:
+    yield_to_visitors(IDLE_S)
+
+
+def start() -> bool:
+    """Start the background visitor once per process (if enabled). True if it started now."""
+    global _started
+    if _started or not enabled():
+        return False
+    _started = True
+    threading.Thread(target=_run, name="llm-lab-prewarm", daemon=True).start()
+    return True

@@ -1,0 +1,195 @@
+"""Results that survive a restart: the cache folder's `results/` (next to the prepared model,
+lib.model.bundled_model.cache_root()), plus the two measures the memo needs.
+
+- `code_version(fn)`: a hash of the source of every lib module `fn` can reach through imports
+  (read statically, imports inside functions included; lib.ui excluded: it draws, it does not
+  compute). Editing any of them changes the version, so an old result is never served for new
+  code.
+- `nbytes(obj)`: the memory a result holds, estimated recursively (tensors, arrays,
+  dataclasses, containers, strings), each object counted once.
+- `ResultStore`: one pickle per result under results/<fn>/<code version>/<key hash>.pkl with
+  when, where and how long it was computed. Files are written atomically (temp file + rename),
+  so a reader never sees half a file; the folder is trusted like the prepared model next to it.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import os
+import pickle
+import socket
+import sys
+import tempfile
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+LIB = Path(__file__).resolve().parents[1]          # .../lib
+MAX_FILE_BYTES = 64 * 2**20                        # larger results stay in memory only
+
+
+# ---- code version ------------------------------------------------------------------------------
+def _module_file(name: str) -> Path | None:
+    parts = name.split(".")
+    if parts[0] != "lib" or (len(parts) > 1 and parts[1] == "ui"):
+        return None
+    base = LIB.joinpath(*parts[1:])
+    for p in (base.with_suffix(".py"), base / "__init__.py"):
+        if p.is_file():
+            return p
+    return None
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Names of lib modules imported anywhere in `path` (`from lib.x import y` may name a module
+    lib.x.y or a function of lib.x: both are tried)."""
+    out: set[str] = set()
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return {m for m in out if m.startswith("lib.")}
+
+
+@lru_cache(maxsize=None)
+def module_closure(module: str) -> tuple[Path, ...]:
+    """Every lib source file `module` reaches through imports (itself included), sorted."""
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = _module_file(name)
+        if path is None:
+            continue
+        seen[name] = path
+        # a submodule import also runs its packages' __init__
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(2, len(parts)))
+        todo.extend(_imports(path, name))
+    return tuple(sorted(set(seen.values())))
+
+
+@lru_cache(maxsize=None)
+def code_version(module: str) -> str:
+    h = hashlib.sha256()
+    for p in module_closure(module):
+        h.update(str(p.relative_to(LIB)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def fn_module(fn) -> str:
+    return getattr(fn, "__module__", None) or "?"
+
+
+def fn_name(fn) -> str:
+    return f"{fn_module(fn)}.{getattr(fn, '__qualname__', getattr(fn, '__name__', repr(fn)))}"
+
+
+# ---- sizes -------------------------------------------------------------------------------------
+def nbytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
+    """Estimated bytes held by `obj` (shared objects counted once)."""
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen or _depth > 50:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size() + 80
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes + 112
+    if isinstance(obj, (str, bytes, bytearray, int, float, bool, complex, type(None))):
+        return sys.getsizeof(obj)
+    size = sys.getsizeof(obj, 64)
+    if isinstance(obj, dict):
+        return size + sum(nbytes(k, seen, _depth + 1) + nbytes(v, seen, _depth + 1) for k, v in obj.items())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return size + sum(nbytes(v, seen, _depth + 1) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return size + sum(nbytes(getattr(obj, f.name, None), seen, _depth + 1) for f in dataclasses.fields(obj))
+    if hasattr(obj, "__dict__"):
+        return size + nbytes(vars(obj), seen, _depth + 1)
+    return size
+
+
+# ---- provenance and the folder -----------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Provenance:
+    computed_at: float          # UNIX time when the computation finished
+    host: str                   # machine that computed it
+    pid: int                    # server process that computed it
+    seconds: float              # how long the computation took
+    load_avg: float             # 1-minute load average when it finished
+    cpus: int
+
+    @staticmethod
+    def now(seconds: float) -> "Provenance":
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        return Provenance(time.time(), socket.gethostname(), os.getpid(), seconds, load, os.cpu_count() or 1)
+
+    @property
+    def this_process(self) -> bool:
+        return self.pid == os.getpid() and self.host == socket.gethostname()
+
+
+def results_root() -> Path:
+    from lib.model.bundled_model import cache_root
+
+    return Path(os.environ.get("LLM_LAB_RESULTS") or cache_root() / "results")
+
+
+def key_digest(key) -> str:
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+
+
+class ResultStore:
+    """Pickled results on disk, one file per (function, code version, key)."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = Path(root) if root is not None else results_root()
+        self.enabled = os.environ.get("LLM_LAB_PERSIST", "1") != "0"
+
+    def path(self, fn, key) -> Path:
+        return self.root / fn_name(fn) / code_version(fn_module(fn)) / f"{key_digest(key)}.pkl"
+
+    def load(self, fn, key):
+        """(value, Provenance) or None. A stored key that differs (a hash collision) or an
+        unreadable file is a miss."""
+        if not self.enabled:
+            return None
+        p = self.path(fn, key)
+        try:
+            with p.open("rb") as f:
+                stored_key, value, prov = pickle.load(f)
+        except FileNotFoundError:
+            return None
+        except Exception:  # noqa: BLE001 - a damaged file is recomputed and rewritten
+            return None
+        return (value, prov) if stored_key == repr(key) else None
+
+    def save(self, fn, key, value, prov: Provenance, size: int) -> bool:
+        if not self.enabled or size > MAX_FILE_BYTES:
+            return False
+        p = self.path(fn, key)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            data = pickle.dumps((repr(key), value, prov), protocol=pickle.HIGHEST_PROTOCOL)
+            with tempfile.NamedTemporaryFile(dir=p.parent, delete=False, suffix=".tmp") as f:
+                f.write(data)
+                tmp = f.name
+            os.replace(tmp, p)
+            return True
+        except Exception:  # noqa: BLE001 - an unpicklable result or a full disk: memory only
+            return False

@@ -1,0 +1,74 @@
+"""What the server does once, before any page runs (called first thing by app.py).
+
+1. Heavy imports, all of them, under one process-wide lock: pandas, pyarrow, plotly (with the
+   validators of every trace and layout property the pages use), Streamlit's dataframe
+   conversion, the tokenizer classes. Thirty sessions that start together otherwise import
+   them lazily in thirty script threads at once, and a thread that reaches a half-imported
+   module crashes (`partially initialized module 'pandas' has no attribute 'Series'`, seen
+   from plotly's validators). Every other session waits on the lock until the first is done.
+2. The background pre-computation of every page's default state (lib.ui.prewarm), started once.
+
+Streamlit runs no app code before the first visitor, so "start" is the first script run of the
+process; a restarted server serves defaults from the persisted cache meanwhile.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+_lock = threading.Lock()
+_done = False
+import_seconds: float | None = None
+
+
+def _heavy_imports() -> None:
+    import numpy  # noqa: F401
+    import pandas as pd
+    import pyarrow  # noqa: F401
+    import plotly.graph_objects as go
+    import plotly.io  # noqa: F401
+    from plotly.subplots import make_subplots
+    import streamlit.dataframe_util as du
+    import transformers  # noqa: F401
+    from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401
+
+    # Plotly imports its property validators lazily on first use: build one figure with every
+    # trace kind and layout feature the pages use, and serialise it.
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("a", "b"))
+    fig.add_trace(go.Scatter(x=[1, 2], y=[1, 2], mode="lines+markers", text=["a", "b"],
+                             hovertemplate="%{x}", line=dict(dash="dot")), row=1, col=1)
+    fig.add_trace(go.Bar(x=["a", "b"], y=[1, 2], marker=dict(color=[1, 2]), orientation="v"), row=1, col=2)
+    fig.add_trace(go.Heatmap(z=[[1, 2], [3, 4]], colorscale="Viridis", colorbar=dict(title="c")))
+    fig.add_trace(go.Histogram(x=[1, 2, 2]))
+    fig.add_trace(go.Scattergl(x=[1], y=[1]))
+    fig.add_hline(y=1, annotation_text="h")
+    fig.add_vline(x=1, annotation_text="v")
+    fig.add_hrect(y0=0, y1=1, fillcolor="gray", opacity=0.1)
+    fig.add_annotation(x=1, y=1, text="a", showarrow=True)
+    fig.add_shape(type="line", x0=0, x1=1, y0=0, y1=1)
+    fig.update_layout(title="t", xaxis_title="x", yaxis_title="y", barmode="group", separators=".,",
+                      legend=dict(orientation="h"), margin=dict(l=1, r=1, t=1, b=1), font=dict(size=12),
+                      hovermode="x unified", showlegend=True)
+    fig.update_xaxes(type="log", tickformat=".2f")
+    fig.update_yaxes(range=[0, 1], type="linear")
+    fig.to_json()
+    # st.dataframe's conversion (pandas -> arrow), without drawing anything.
+    du.convert_anything_to_arrow_bytes(pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}))
+    du.convert_anything_to_arrow_bytes({"a": [1.0, 2.0], "b": ["x", "y"]})
+
+
+def once() -> None:
+    """Run the start-of-server work exactly once; concurrent callers wait until it is done."""
+    global _done, import_seconds
+    if _done:
+        return
+    with _lock:
+        if _done:
+            return
+        t0 = time.perf_counter()
+        _heavy_imports()
+        import_seconds = time.perf_counter() - t0
+        from lib.ui import prewarm
+
+        prewarm.start()
+        _done = True

@@ -1,0 +1,105 @@
+"""A visitor without a browser: one session over Streamlit's own websocket protocol.
+
+What a browser tab does, minus the drawing: open /_stcore/stream, send one `rerun_script`
+BackMsg (page name + query string), read ForwardMsgs until the script run finishes
+(`script_finished` = FINISHED_SUCCESSFULLY; the server's first run of a deep link may end
+early for a rerun first). Counts exception elements (a crash shown in the page) and error
+alerts. Used by the background pre-computation (lib.ui.prewarm), the classroom benchmark
+(bench/classroom.py) and the load test (tests/load/).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+PREWARM_HEADER = "X-LLM-Lab-Prewarm"      # marks the server's own background visitor
+DONE = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
+COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
+
+
+@dataclass
+class Visit:
+    page: str
+    query: str
+    seconds: float = 0.0
+    finished: bool = False
+    exceptions: list[str] = field(default_factory=list)   # "Type: message" of each exception element
+    errors: list[str] = field(default_factory=list)       # st.error alerts
+    page_not_found: bool = False
+    elements: int = 0
+    texts: list[str] = field(default_factory=list)        # markdown/text bodies (for comparisons)
+    failure: str | None = None                            # connection trouble, timeout
+
+    @property
+    def crashed(self) -> bool:
+        return bool(self.exceptions) or self.page_not_found or self.failure is not None or not self.finished
+
+
+async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 600.0,
+                      headers: dict | None = None, keep_texts: bool = False) -> Visit:
+    """Open `page` (url path, "" for the default page) with `query` ("lang=id&T=0.7") on the
+    server at `base` (http://127.0.0.1:PORT) and wait for its script run to finish."""
+    import websockets
+
+    v = Visit(page, query)
+    url = base.replace("http://", "ws://").replace("https://", "wss://").rstrip("/") + "/_stcore/stream"
+    back = BackMsg()
+    back.rerun_script.query_string = query
+    back.rerun_script.page_name = page
+    back.rerun_script.widget_states.SetInParent()
+    t0 = time.perf_counter()
+    try:
+        async with websockets.connect(url, subprotocols=["streamlit"], max_size=None, open_timeout=60,
+                                      additional_headers=headers or {}, ping_interval=None) as ws:
+            await ws.send(back.SerializeToString())
+            async with asyncio.timeout(timeout_s):
+                while True:
+                    data = await ws.recv()
+                    if isinstance(data, str):
+                        continue
+                    msg = ForwardMsg()
+                    msg.ParseFromString(data)
+                    kind = msg.WhichOneof("type")
+                    if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                        el = msg.delta.new_element
+                        v.elements += 1
+                        what = el.WhichOneof("type")
+                        if what == "exception":
+                            v.exceptions.append(f"{el.exception.type}: {el.exception.message}"[:500])
+                        elif what == "alert" and el.alert.format == 1:      # Alert.ERROR
+                            v.errors.append(el.alert.body[:300])
+                        elif keep_texts and what == "markdown":
+                            v.texts.append(el.markdown.body)
+                        elif keep_texts and what == "alert":
+                            v.texts.append(el.alert.body)
+                    elif kind == "page_not_found":
+                        v.page_not_found = True
+                    elif kind == "script_finished":
+                        if msg.script_finished in (DONE, COMPILE_ERROR):
+                            v.finished = msg.script_finished == DONE
+                            break
+    except TimeoutError:
+        v.failure = f"no script_finished within {timeout_s:.0f} s"
+    except Exception as e:  # noqa: BLE001 - a refused or dropped connection is a failed visit
+        v.failure = f"{type(e).__name__}: {e}"[:300]
+    v.seconds = time.perf_counter() - t0
+    return v
+
+
+def visit(base: str, page: str, query: str = "", timeout_s: float = 600.0, headers: dict | None = None,
+          keep_texts: bool = False) -> Visit:
+    return asyncio.run(visit_async(base, page, query, timeout_s, headers, keep_texts))
+
+
+def class_of(base: str, visits: list[tuple[str, str]], timeout_s: float = 900.0,
+             keep_texts: bool = False) -> list[Visit]:
+    """Open every (page, query) at once, one session each; their Visits in the same order."""
+    async def run():
+        return await asyncio.gather(*(visit_async(base, p, q, timeout_s, keep_texts=keep_texts)
+                                      for p, q in visits))
+
+    return list(asyncio.run(run()))

@@ -1,0 +1,142 @@
+"""lib.ui.memo / result_store: single-flight, byte budget, persistence, code versions."""
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from lib.ui import memo, result_store
+from lib.ui.result_store import Provenance, ResultStore, nbytes
+from lib.ui.runtime import _arg_key
+
+
+@pytest.fixture()
+def fresh(tmp_path, monkeypatch):
+    monkeypatch.setattr(memo, "MEMORY", memo.Memory(budget=10 * 2**20))
+    monkeypatch.setattr(memo, "STORE", ResultStore(tmp_path))
+    monkeypatch.setattr(memo, "_inflight", {})
+    return tmp_path
+
+
+calls = {"n": 0}
+
+
+def slow_square(x, delay=0.3):
+    calls["n"] += 1
+    time.sleep(delay)
+    return np.full(4, x * x)
+
+
+def boom(x):
+    calls["n"] += 1
+    time.sleep(0.3)
+    raise ValueError(f"bad {x}")
+
+
+def big(n):
+    return torch.zeros(n, dtype=torch.uint8)
+
+
+def test_identical_work_in_flight_is_computed_once(fresh):
+    calls["n"] = 0
+    m = memo.Memo(slow_square, _arg_key)
+    out = [None] * 8
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, m(3))) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls["n"] == 1
+    assert all(o is out[0] for o in out) and out[0].tolist() == [9] * 4
+
+
+def test_an_error_reaches_every_waiter_and_is_not_cached(fresh):
+    calls["n"] = 0
+    m = memo.Memo(boom, _arg_key)
+    errors = []
+
+    def go():
+        try:
+            m(2)
+        except ValueError as e:
+            errors.append(str(e))
+
+    threads = [threading.Thread(target=go) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == ["bad 2"] * 5 and calls["n"] == 1
+    with pytest.raises(ValueError):
+        m(2)
+    assert calls["n"] == 2
+
+
+def test_memory_is_bounded_in_bytes(fresh):
+    memo.MEMORY.budget = 3 * 2**20
+    m = memo.Memo(big, _arg_key, max_entries=100)
+    for i in range(10):
+        m(2**20 + i)                      # ~1 MB each
+    assert memo.MEMORY.total <= 3 * 2**20
+    assert len(memo.MEMORY.items) == 2
+
+
+def test_results_persist_and_a_new_process_reads_them(fresh, monkeypatch):
+    calls["n"] = 0
+    m = memo.Memo(slow_square, _arg_key)
+    memo.begin_run()
+    m(5, delay=0.0)
+    assert [u.origin for u in memo.run_provenance()] == ["computed"]
+    memo.MEMORY.clear()                   # as after a restart
+    memo.begin_run()
+    assert m(5, delay=0.0).tolist() == [25] * 4 and calls["n"] == 1
+    assert [u.origin for u in memo.run_provenance()] == ["disk"]
+    files = list(fresh.rglob("*.pkl"))
+    assert len(files) == 1 and "slow_square" in str(files[0])
+
+
+def test_a_damaged_file_is_recomputed(fresh):
+    calls["n"] = 0
+    m = memo.Memo(slow_square, _arg_key)
+    m(6, delay=0.0)
+    for f in fresh.rglob("*.pkl"):
+        f.write_bytes(b"not a pickle")
+    memo.MEMORY.clear()
+    assert m(6, delay=0.0).tolist() == [36] * 4 and calls["n"] == 2
+
+
+def test_code_version_follows_the_imported_sources():
+    files = {p.name for p in result_store.module_closure("lib.decoding.generate")}
+    assert {"generate.py", "sampling.py", "engine.py"} <= files
+    assert not any("ui" in p.parts for p in result_store.module_closure("lib.decoding.generate"))
+    assert result_store.code_version("lib.decoding.generate") != result_store.code_version("lib.core.rope")
+
+
+@dataclass
+class Box:
+    a: torch.Tensor
+    b: np.ndarray
+    c: list
+
+
+def test_sizes_count_tensors_arrays_and_dataclasses_once():
+    t = torch.zeros(1000, dtype=torch.float32)
+    box = Box(t, np.zeros(500, dtype=np.float64), [t, "x"])
+    assert 8000 <= nbytes(box) < 8000 + 2000
+
+
+def test_dataclass_arguments_are_keyed_by_their_values_not_their_repr():
+    a, b = Box(torch.arange(2000.0), np.zeros(1), []), Box(torch.arange(2000.0), np.zeros(1), [])
+    b.a[1000] = -1.0                      # differs only where repr() would print "..."
+    assert _arg_key(a) != _arg_key(b)
+    assert _arg_key(a) == _arg_key(Box(torch.arange(2000.0), np.zeros(1), []))
+
+
+def test_provenance_caption_says_where_results_came_from():
+    from lib.ui.provenance import caption_text
+
+    p = Provenance(0.0, "box", -1, 1.5, 0.7, 2)
+    text = caption_text([memo.Used("f", "disk", p), memo.Used("g", "computed", Provenance.now(2.0))], lang="en")
+    assert "cache folder" in text and "on box" in text and "computed now" in text and "load" in text
