@@ -11,7 +11,7 @@ from lib.concepts.logit_bias import logit_bias as lb
 from lib.concepts.check_result import CheckResult
 from lib.concepts.logit_bias import figures as plots
 from lib.decoding.sampling import EmptyDistribution, InvalidSamplingParameter, SamplingConfig, apply_bias
-from lib.decoding.sampling_stream import continuation, generated_ids
+from lib.decoding.generate import continuation, generated_ids
 from lib.model.tokens import token_text, token_texts
 from lib.ui.page import ConceptPage
 from lib.ui.token_view import tokens_html

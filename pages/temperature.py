@@ -102,6 +102,6 @@ bad = runtime.cached(generate.argmax_mismatches)(m.engine, prompt.ids, greedy_id
 page.checks(checks.page_checks(inputs, greedy_ids, bad, t))
 page.try_this()
 page.code(temperature.temperature_probs, temperature.entropy_bits, temperature.ranks_identical,
-          generate.sample_steps)
+          generate.generate)
 page.sources()
 page.finish()

@@ -9,7 +9,7 @@ from lib.concepts.top_k_top_p import top_k_top_p as tkp
 from lib.concepts.check_result import CheckResult
 from lib.concepts.top_k_top_p import figures as plots
 from lib.decoding.sampling import InvalidSamplingParameter, SamplingConfig, apply_temperature, top_p_mask
-from lib.decoding.sampling_stream import generated_ids
+from lib.decoding.step_record import generated_ids
 from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 from lib.ui.token_view import steps_table, tokens_html

@@ -1,18 +1,83 @@
-"""Greedy generation on the engine: prefill the prompt once, then one token per forward.
+"""The one decode loop, gpt-fast style: each function builds on the one before it.
 
-Sampling generation (temperature, top-k, top-p) lives with the sampling pipeline; this is the
-reference loop that speed is measured on and that parity with `generate(do_sample=False)`
-is checked against.
+    prefill(engine, ids, cache)                 the prompt in one forward -> last logits
+    decode_one_token(engine, token, cache)      one new token in one forward -> its logits
+    generate(engine, prompt_ids, cfg, seed, max_new_tokens, eos_ids, on_step)
+        prefill, then per step: sampling pipeline -> token -> on_step(raw, result, token)
+        -> decode_one_token, until max_new_tokens or an end token
+
+Everything else is a recorder passed as `on_step`: `continuation` keeps a StepRecord per
+token (lib/decoding/step_record.py), `greedy` keeps the token ids (and logits if asked).
+Greedy is SamplingConfig(temperature=0): the pipeline decides it (lib/decoding/sampling.py).
+Randomness comes only from one torch.Generator seeded with `seed`, so (prompt, cfg, seed)
+fixes the output.
+
+When several sessions generate at once on one engine, their forwards are batched by the
+engine's scheduler (lib/decoding/batching.py): `generate` takes a seat there; alone, the seat
+runs the engine directly. Each session gets the same tokens either way.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 import torch
 
 from lib.core.engine import Engine
-from lib.core.cache.dense import KVCache
+from lib.core.cache.protocol import KVCacheProtocol
+from lib.decoding import batching
+from lib.decoding.sampling import PipelineResult, SamplingConfig, run_pipeline, sample_next
+from lib.decoding.step_record import StepRecord, describe_step, generated_ids  # noqa: F401 (re-exported)
+
+# on_step(raw logits (V,) float32 CPU, the pipeline's result, the chosen token id)
+OnStep = Callable[[torch.Tensor, PipelineResult, int], None]
+
+
+def prefill(engine: Engine, ids: torch.Tensor, cache: KVCacheProtocol | None = None,
+            chunk: int | None = None) -> tuple[torch.Tensor, KVCacheProtocol]:
+    """Run the prompt ids (B, T) into a fresh (or given) cache; return last logits (B, V).
+    `chunk` splits a long prompt into pieces of that many tokens (same result)."""
+    cache = cache if cache is not None else engine.new_cache(ids.shape[0], capacity=ids.shape[1] + 64)
+    step = chunk or ids.shape[1]
+    for s in range(0, ids.shape[1], step):
+        logits = engine.forward(ids[:, s:s + step], cache)                # (B, 1, V)
+    return logits[:, -1], cache
+
+
+def decode_one_token(engine: Engine, token: int, cache: KVCacheProtocol) -> torch.Tensor:
+    """One new token through the model, appended to `cache`; its logits (1, V)."""
+    return engine.forward(torch.tensor([[token]], device=engine.device), cache)[:, -1]
+
+
+def generate(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
+             eos_ids: tuple[int, ...] = (), on_step: OnStep | None = None) -> list[int]:
+    """Sample up to max_new_tokens after prompt_ids (stops after an end token); the new ids."""
+    gen = torch.Generator().manual_seed(int(seed))
+    ids = list(prompt_ids)
+    with batching.seat(engine) as model:              # the engine, batched with other sessions
+        cache = model.new_cache(1, capacity=len(ids) + max_new_tokens + 1)
+        logits, cache = prefill(model, torch.tensor([ids], device=model.device), cache)  # (1, V)
+        for i in range(max_new_tokens):
+            raw = logits[0].float().cpu()                                  # (V,)
+            res = run_pipeline(raw, cfg, context=tuple(ids))
+            token = sample_next(res.probs, gen)
+            if on_step is not None:
+                on_step(raw, res, token)
+            ids.append(token)
+            if token in eos_ids or i == max_new_tokens - 1:
+                break
+            logits = decode_one_token(model, token, cache)
+    return ids[len(prompt_ids):]
+
+
+# ---- recorders -----------------------------------------------------------------------------
+def continuation(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
+                 eos_ids: tuple[int, ...] = (), top_n: int = 5) -> list[StepRecord]:
+    """A StepRecord per generated token (cache this with runtime.cached)."""
+    steps: list[StepRecord] = []
+    generate(engine, prompt_ids, cfg, seed, max_new_tokens, eos_ids,
+             on_step=lambda raw, res, tok: steps.append(describe_step(raw, res, tok, top_n)))
+    return steps
 
 
 @dataclass
@@ -22,88 +87,28 @@ class GreedyRun:
     step_logits: list[torch.Tensor] = field(default_factory=list)  # (V,) per new token, if kept
 
 
-def prefill(engine: Engine, ids: torch.Tensor, cache: KVCache | None = None,
-            chunk: int | None = None) -> tuple[torch.Tensor, KVCache]:
-    """Run the prompt ids (1, T) into a fresh (or given) cache; return last logits (1, V).
-    `chunk` splits a long prompt into pieces of that many tokens (same result)."""
-    cache = cache if cache is not None else engine.new_cache(ids.shape[0], capacity=ids.shape[1] + 64)
-    step = chunk or ids.shape[1]
-    for s in range(0, ids.shape[1], step):
-        logits = engine.forward(ids[:, s:s + step], cache)
-    return logits[:, -1], cache
-
-
-def greedy_tokens(engine: Engine, prompt_ids: list[int], max_new_tokens: int,
-                  eos_ids: tuple[int, ...] = (), keep_logits: bool = False) -> Iterator[tuple[int, torch.Tensor | None]]:
-    """Yield (token id, logits or None) one greedy step at a time; stops at EOS."""
-    ids = torch.tensor([prompt_ids], device=engine.device)
-    logits, cache = prefill(engine, ids)
-    for _ in range(max_new_tokens):
-        nxt = int(logits[0].argmax())
-        yield nxt, (logits[0].float().cpu() if keep_logits else None)
-        if nxt in eos_ids:
-            return
-        logits = engine.forward(torch.tensor([[nxt]], device=engine.device), cache)[:, -1]
-
-
 def greedy(engine: Engine, prompt_ids: list[int], max_new_tokens: int,
            eos_ids: tuple[int, ...] = (), keep_logits: bool = False,
            on_token: Callable[[int], None] | None = None) -> GreedyRun:
+    """Greedy decoding (temperature 0) through the same loop; optionally each step's logits."""
     run = GreedyRun(list(prompt_ids))
-    for tok, logits in greedy_tokens(engine, prompt_ids, max_new_tokens, eos_ids, keep_logits):
-        run.new_ids.append(tok)
-        if logits is not None:
-            run.step_logits.append(logits)
+
+    def record(raw, res, token):
+        run.new_ids.append(token)
+        if keep_logits:
+            run.step_logits.append(raw)
         if on_token:
-            on_token(tok)
+            on_token(token)
+
+    generate(engine, prompt_ids, SamplingConfig(0.0), 0, max_new_tokens, eos_ids, on_step=record)
     return run
 
 
-@dataclass
-class StepRecord:
-    """One generated token with what the sampling pipeline did at that step."""
-    token: int
-    prob: float                   # probability of the chosen token in the final distribution
-    model_prob: float             # ... and in the model's own distribution (T = 1, no filters)
-    rank: int                     # 0 = the model's most likely token
-    kept: int                     # tokens left with probability > 0 after all filters
-    alternatives: list[tuple[int, float, float]]  # top tokens: (id, model prob, final prob)
-
-
-def sample_steps(engine: Engine, prompt_ids: list[int], cfg, seed: int, max_new_tokens: int,
-                 eos_ids: tuple[int, ...] = (), top_n: int = 5) -> Iterator[StepRecord]:
-    """Generate with the sampling pipeline (lib.decoding.sampling), yielding a StepRecord per token.
-    The same (prompt, cfg, seed) always gives the same tokens."""
-    from lib.decoding.sampling import run_pipeline, sample_next
-
-    gen = torch.Generator().manual_seed(int(seed))
-    ids = torch.tensor([prompt_ids], device=engine.device)
-    logits, cache = prefill(engine, ids)
-    for _ in range(max_new_tokens):
-        raw = logits[0].float().cpu()
-        res = run_pipeline(raw, cfg)
-        tok = sample_next(res.probs, gen)
-        model_p = torch.softmax(raw, -1)
-        top = torch.topk(model_p, top_n).indices.tolist()
-        yield StepRecord(
-            token=tok, prob=float(res.probs[tok]), model_prob=float(model_p[tok]),
-            rank=int((model_p > model_p[tok]).sum()), kept=res.kept_count,
-            alternatives=[(i, float(model_p[i]), float(res.probs[i])) for i in top])
-        if tok in eos_ids:
-            return
-        logits = engine.forward(torch.tensor([[tok]], device=engine.device), cache)[:, -1]
-
-
+# ---- one-forward helpers -------------------------------------------------------------------
 def next_token_logits(engine: Engine, prompt_ids) -> torch.Tensor:
     """The model's logits (V,) for the token after `prompt_ids`, as float32 on the CPU."""
     logits, _ = prefill(engine, torch.tensor([list(prompt_ids)], device=engine.device))
     return logits[0].float().cpu()
-
-
-def continuation(engine: Engine, prompt_ids, cfg, seed: int, max_new_tokens: int,
-                 eos_ids: tuple[int, ...] = ()) -> list[StepRecord]:
-    """All StepRecords of one sampled continuation (see sample_steps)."""
-    return list(sample_steps(engine, list(prompt_ids), cfg, seed, max_new_tokens, eos_ids))
 
 
 def argmax_mismatches(engine: Engine, prompt_ids, new_ids) -> int:

@@ -1,6 +1,6 @@
 """The generated-text view shared by the decoding pages: each token coloured by the
 probability it had when it was chosen; hovering shows the top alternatives at that step and,
-for steps recorded by lib.decoding.sampling_stream (PipelineStep), how every pipeline stage changed
+for steps recorded by lib.decoding.generate.continuation (StepRecord), how every pipeline stage changed
 them and how many tokens each filter kept. `steps_table` gives the same numbers as columns."""
 from __future__ import annotations
 

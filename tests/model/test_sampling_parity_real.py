@@ -8,7 +8,7 @@ import torch
 from transformers import (MinPLogitsWarper, SequenceBiasLogitsProcessor, TemperatureLogitsWarper,
                           TopKLogitsWarper, TopPLogitsWarper)
 
-from lib.decoding import generate, sampling, sampling_stream
+from lib.decoding import generate, sampling
 from lib.concepts.logit_bias import logit_bias
 from lib.reference import sampling_reference
 from lib.concepts.stable_softmax import stable_softmax
@@ -73,11 +73,11 @@ def test_fixed_seed_sampling_is_reproducible_and_matches_generate(real_model):
     eng, tok = real_model.engine, real_model.tokenizer
     ids = encode_prompt(tok, PROMPTS[1]).ids
     cfg = sampling.SamplingConfig(1.0, top_p=0.95)
-    a = sampling_stream.generated_ids(sampling_stream.continuation(eng, ids, cfg, 7, 4))
-    b = sampling_stream.generated_ids(sampling_stream.continuation(eng, ids, cfg, 7, 4))
-    c = [s.token for s in generate.continuation(eng, ids, cfg, 7, 4)]
+    a = generate.generated_ids(generate.continuation(eng, ids, cfg, 7, 4))
+    b = generate.generated_ids(generate.continuation(eng, ids, cfg, 7, 4))
+    c = generate.generate(eng, ids, cfg, 7, 4)                 # the loop without a recorder
     assert a == b == c
-    assert sampling_stream.generated_ids(sampling_stream.continuation(eng, ids, cfg, 8, 4)) != a
+    assert generate.generated_ids(generate.continuation(eng, ids, cfg, 8, 4)) != a
 
 
 def test_invalid_settings_raise_clear_errors(real_logits):
@@ -94,7 +94,7 @@ def test_invalid_settings_raise_clear_errors(real_logits):
 def test_stream_records_every_stage(real_model):
     ids = encode_prompt(real_model.tokenizer, PROMPTS[0]).ids
     cfg = sampling.SamplingConfig(0.7, top_k=40, top_p=0.9, bias=((9079, 2.0),))
-    (step,) = sampling_stream.continuation(real_model.engine, ids, cfg, 0, 1)
+    (step,) = generate.continuation(real_model.engine, ids, cfg, 0, 1)
     assert [s.name for s in step.stages] == ["input", "bias", "temperature", "top_k", "top_p"]
     assert step.stage("top_k").kept == 40 and step.stage("top_p").kept == step.kept <= 40
     assert step.stage("top_p").kept_mass >= 0.9 - 1e-6
@@ -133,8 +133,8 @@ def test_banning_paris_routes_the_model_around_it(real_model):
     ids = encode_prompt(tok, "The capital of France is the city of").ids
     entries = logit_bias.word_tokens(tok, ["Paris"])
     bias, seq = logit_bias.bias_settings(entries, -math.inf, "first")
-    plain = sampling_stream.continuation(eng, ids, sampling.SamplingConfig(0.0), 0, 2)
-    banned = sampling_stream.continuation(eng, ids, sampling.SamplingConfig(0.0, bias=bias), 0, 2)
+    plain = generate.continuation(eng, ids, sampling.SamplingConfig(0.0), 0, 2)
+    banned = generate.continuation(eng, ids, sampling.SamplingConfig(0.0, bias=bias), 0, 2)
     assert tok.decode([plain[0].token]) == " Paris"
     assert logit_bias.completed_sequences(ids, [s.token for s in banned], [(t,) for t, _ in bias]) == 0
     assert banned[0].token != plain[0].token and banned[0].model_prob < plain[0].model_prob

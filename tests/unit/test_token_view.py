@@ -2,7 +2,7 @@
 import torch
 
 from lib.decoding.sampling import SamplingConfig, run_pipeline
-from lib.decoding.sampling_stream import describe_step
+from lib.decoding.step_record import describe_step
 from lib.ui.token_view import steps_table, tokens_html
 
 LABELS = {"model": "model", "final": "final", "rank": "rank", "kept": "kept",

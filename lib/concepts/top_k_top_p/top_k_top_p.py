@@ -18,7 +18,8 @@ import torch
 from lib.core.engine import Engine
 from lib.decoding.float_sort import sort_floats
 from lib.decoding.sampling import SamplingConfig, apply_temperature, run_pipeline, top_k_mask, top_p_mask
-from lib.decoding.sampling_stream import PipelineStep, stream_with_pipeline
+from lib.decoding.generate import generate
+from lib.decoding.step_record import StepRecord, describe_step
 
 TOP_KEPT = 256   # per-step probabilities kept by nucleus_trace (the page's k goes up to 200)
 LATE_TEMPERATURE = ("bias", "top_k", "top_p", "temperature", "min_p")  # top-p sees the T = 1 distribution
@@ -104,7 +105,7 @@ def nucleus_margins(logits: torch.Tensor, mask: torch.Tensor, p: float) -> tuple
 
 @dataclass
 class NucleusTrace:
-    steps: list[PipelineStep]    # the generated tokens with their pipeline records
+    steps: list[StepRecord]      # the generated tokens with their pipeline records
     nucleus: np.ndarray          # (n,) tokens top-p kept at each step
     p_mass: np.ndarray           # (n,) probability those tokens held
     top_probs: np.ndarray        # (n, TOP_KEPT) each step's largest probabilities, sorted
@@ -119,17 +120,20 @@ def nucleus_trace(engine: Engine, prompt_ids, temperature: float, p: float, seed
     keep can be read for any k <= TOP_KEPT without running the model again (top_k_mass)."""
     cfg = SamplingConfig(temperature, top_p=p)
     steps, nuc, pm, km, reach, mini = [], [], [], [], [], []
-    for step, res in stream_with_pipeline(engine, prompt_ids, cfg, seed, max_new_tokens, eos_ids):
+
+    def on_step(raw, res, token):                                                  # the decode loop's recorder
         x = res.stage("temperature").logits                                       # (V,) what top-p saw
         probs = torch.softmax(x, dim=-1)                                           # (V,)
         mask = res.stage("top_p").kept                                             # (V,) the pipeline's own cut
         r, m = nucleus_margins(x, mask, p)
-        steps.append(step)
+        steps.append(describe_step(raw, res, token))
         nuc.append(int(mask.sum()))
         pm.append(float(probs[mask].double().sum()))
         km.append(torch.topk(probs, TOP_KEPT).values.double().numpy())
         reach.append(r)
         mini.append(m)
+
+    generate(engine, prompt_ids, cfg, seed, max_new_tokens, eos_ids, on_step=on_step)
     return NucleusTrace(steps, np.array(nuc), np.array(pm), np.array(km), np.array(reach), np.array(mini))
 
 

@@ -1,0 +1,196 @@
+"""Continuous batching: many sessions' forwards on one engine as ONE batched forward.
+
+Decoding one token reads every weight of the model (0.5-1 GB) to do very little arithmetic
+with it: the CPU waits for memory. Eight sessions decoding at once can share that read: their
+eight tokens go through the model as one (8, 1) batch, and each weight matrix is streamed
+once for all of them instead of eight times.
+
+    session threads                      the engine's scheduler thread
+    ---------------                      -----------------------------
+    seat.forward(ids, cache)  --put-->   pending: [(ids, cache), ...]
+         (waits)                         gather everyone seated (a few ms at most)
+                                         ids -> one (B, T_max) batch, padding at position -1
+                                         engine.forward(batch, BatchOfCaches(caches))
+         <--result-- logits of its row   each row's logits back to its session
+
+Requests join and leave between steps (a new session's prefill runs in the same step as the
+others' decodes, as a second forward): that is continuous batching, as in vLLM and the
+serving pages. Every session keeps
+its own KV cache; `BatchOfCaches` shows them to the engine as one batch, padded with
+position -1, which the engine never attends to. A session alone runs the engine directly.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from contextlib import contextmanager
+
+import torch
+
+from lib.core.cache.protocol import PAD_POSITION, KVCacheProtocol
+
+GATHER_S = 0.01        # how long a step waits for seated sessions that have not asked yet
+ENABLED = os.environ.get("LLM_LAB_BATCHING", "1") != "0"
+
+
+class BatchOfCaches:
+    """Several requests' own caches seen by the engine as one batch (KVCacheProtocol).
+    Row i has n_tokens[i] real tokens first, then padding (position -1), which is not stored."""
+
+    def __init__(self, caches: list[KVCacheProtocol], n_tokens: list[int]):
+        self.caches, self.n_tokens = caches, n_tokens
+        self.n_layers = caches[0].n_layers
+        self.next_position = 0           # unused: the scheduler always passes positions
+
+    def append(self, layer, k, v, pos):
+        """k, v (B, H, T, d), pos (B, T) -> every row's (keys, values, positions), padded to
+        the longest row with zeros and position -1: (B, H, S, d), (B, H, S, d), (B, S)."""
+        rows = [c.append(layer, k[i:i + 1, :, :n], v[i:i + 1, :, :n], pos[i:i + 1, :n])
+                for i, (c, n) in enumerate(zip(self.caches, self.n_tokens))]
+        S = max(r[0].shape[2] for r in rows)
+        B, H, _, d = k.shape
+        keys = k.new_zeros(B, H, S, d)
+        values = v.new_zeros(B, H, S, d)
+        positions = pos.new_full((B, S), PAD_POSITION)
+        for i, (rk, rv, rp) in enumerate(rows):
+            keys[i, :, :rk.shape[2]] = rk[0]
+            values[i, :, :rv.shape[2]] = rv[0]
+            positions[i, :rp.shape[1]] = rp[0]
+        return keys, values, positions
+
+    def advance(self, positions) -> None:
+        for i, (c, n) in enumerate(zip(self.caches, self.n_tokens)):
+            c.advance(positions[i:i + 1, :n])
+
+    def nbytes(self) -> int:
+        return sum(c.nbytes() for c in self.caches)
+
+
+def batched_forward(engine, requests: list[tuple[torch.Tensor, KVCacheProtocol]]) -> list[torch.Tensor]:
+    """One engine forward for several (ids (1, T_i), own cache) requests; each request's
+    last-token logits (1, 1, V), as if it had run alone. Rows are padded on the right."""
+    T = max(ids.shape[1] for ids, _ in requests)
+    n = [ids.shape[1] for ids, _ in requests]
+    batch = torch.zeros(len(requests), T, dtype=torch.long, device=engine.device)       # (B, T)
+    positions = torch.full((len(requests), T), PAD_POSITION, dtype=torch.long, device=engine.device)
+    for i, (ids, cache) in enumerate(requests):
+        batch[i, :n[i]] = ids[0]
+        positions[i, :n[i]] = torch.arange(cache.next_position, cache.next_position + n[i])
+    hidden = engine.forward(batch, BatchOfCaches([c for _, c in requests], n), positions,
+                            logits="none")                                             # (B, T, D)
+    last = hidden[torch.arange(len(requests)), torch.tensor(n) - 1]                     # (B, D)
+    logits = engine.head(last[:, None])                                                 # (B, 1, V)
+    return [logits[i:i + 1] for i in range(len(requests))]
+
+
+class _Request:
+    def __init__(self, ids, cache):
+        self.ids, self.cache = ids, cache
+        self.done = threading.Event()
+        self.logits: torch.Tensor | None = None
+        self.error: BaseException | None = None
+
+
+class Scheduler:
+    """One per engine: a thread that runs the pending forwards of all seated sessions as one
+    batched forward per step (two when prefills and decodes wait at once). `seated` counts
+    sessions inside `seat()`."""
+
+    def __init__(self, engine):
+        self.engine_ref = weakref.ref(engine)   # the scheduler must not keep a dropped model alive
+        self.cond = threading.Condition()
+        self.pending: list[_Request] = []
+        self.seated = 0
+        self.steps = 0                    # batched forwards run (for tests and the bench)
+        self.rows = 0                     # requests they served
+        threading.Thread(target=self._loop, name="batching-scheduler", daemon=True).start()
+
+    def forward(self, ids: torch.Tensor, cache: KVCacheProtocol) -> torch.Tensor:
+        """ids (1, T) through the model with this session's cache -> logits (1, 1, V)."""
+        with self.cond:
+            alone = self.seated <= 1 and not self.pending
+            if not alone:
+                req = _Request(ids, cache)
+                self.pending.append(req)
+                self.cond.notify_all()
+        if alone:
+            return self.engine_ref().forward(ids, cache)
+        req.done.wait()
+        if req.error is not None:
+            raise req.error
+        return req.logits
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self.pending:
+                    if self.engine_ref() is None:
+                        return                      # the model was dropped: so is this thread
+                    self.cond.wait(timeout=5.0)
+                # gather: wait a moment for seated sessions that are still sampling their token
+                self.cond.wait_for(lambda: len(self.pending) >= self.seated, timeout=GATHER_S)
+                batch, self.pending = self.pending, []
+            self._run(batch)
+
+    def _run(self, batch: list[_Request]) -> None:
+        """One step: the decoding requests (one token each) in one forward, the prefills (whole
+        prompts, padded to the longest) in another, so no decode row is padded to a prompt."""
+        engine = self.engine_ref()
+        for group in ([r for r in batch if r.ids.shape[1] == 1], [r for r in batch if r.ids.shape[1] > 1]):
+            if not group:
+                continue
+            try:
+                for r, logits in zip(group, batched_forward(engine, [(r.ids, r.cache) for r in group])):
+                    r.logits = logits
+            except BaseException as e:  # noqa: BLE001 - handed to every waiting session
+                for r in group:
+                    r.error = e
+            self.steps, self.rows = self.steps + 1, self.rows + len(group)
+            for r in group:
+                r.done.set()
+
+
+class Seat:
+    """What `generate` sees: the engine's forward, new_cache and device, with forwards going
+    through the engine's scheduler."""
+
+    def __init__(self, engine, scheduler: Scheduler | None):
+        self.engine, self.scheduler = engine, scheduler
+        self.device, self.spec = engine.device, engine.spec
+
+    def new_cache(self, batch: int = 1, capacity: int = 64):
+        return self.engine.new_cache(batch, capacity)
+
+    def forward(self, ids: torch.Tensor, cache: KVCacheProtocol) -> torch.Tensor:
+        if self.scheduler is None or ids.shape[0] != 1:
+            return self.engine.forward(ids, cache)
+        return self.scheduler.forward(ids, cache)
+
+
+_schedulers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def scheduler_for(engine) -> Scheduler:
+    with _lock:
+        if engine not in _schedulers:
+            _schedulers[engine] = Scheduler(engine)
+        return _schedulers[engine]
+
+
+@contextmanager
+def seat(engine):
+    """A seat at the engine's scheduler for one generation (see Seat)."""
+    if not ENABLED:
+        yield Seat(engine, None)
+        return
+    s = scheduler_for(engine)
+    with s.cond:
+        s.seated += 1
+    try:
+        yield Seat(engine, s)
+    finally:
+        with s.cond:
+            s.seated -= 1
+            s.cond.notify_all()

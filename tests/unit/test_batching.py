@@ -1,0 +1,102 @@
+"""Continuous batching: sessions generating at once on one engine are run as one batched
+forward per step, and each gets the tokens it gets alone (tiny random model)."""
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+from lib.decoding import batching, generate
+from lib.decoding.batching import BatchOfCaches, batched_forward
+from lib.decoding.sampling import SamplingConfig
+from lib.model.from_transformers import engine_from_hf
+from tests.conftest import tiny_gemma3, tiny_llama
+
+
+@pytest.fixture(scope="module")
+def eng():
+    torch.set_num_threads(1)
+    return engine_from_hf(tiny_gemma3(window=8))
+
+
+def _prompt(n: int) -> tuple[int, ...]:
+    return tuple(torch.randint(1, 97, (n,), generator=torch.Generator().manual_seed(n)).tolist())
+
+
+JOBS = [(_prompt(n), T, seed) for n, T, seed in
+        [(3, 0.0, 0), (5, 0.8, 1), (9, 1.0, 2), (12, 0.0, 3), (4, 1.3, 4), (7, 0.6, 5)]]
+
+
+def _run(eng, job, n_new=20):
+    prompt, T, seed = job
+    return generate.continuation(eng, prompt, SamplingConfig(T), seed, n_new)
+
+
+def test_batched_forward_rows_equal_each_request_alone(eng):
+    """Decode rows with caches of different lengths, and prefill rows of different lengths."""
+    for lengths, new in (((3, 5, 9), 1), ((2, 6), 4)):
+        solo, shared = [], []
+        for n in lengths:
+            c = eng.new_cache()
+            eng.forward(torch.arange(1, n + 1)[None], c)
+            solo.append(c)
+            shared.append(c.clone())
+        ids = [torch.arange(20, 20 + new)[None] + i for i in range(len(lengths))]
+        alone = [eng.forward(x, c) for x, c in zip(ids, solo)]                     # (1, 1, V) each
+        together = batched_forward(eng, list(zip(ids, shared)))
+        for a, b, c1, c2 in zip(alone, together, solo, shared):
+            torch.testing.assert_close(b, a, atol=1e-5, rtol=0)
+            assert c1.length() == c2.length() and torch.equal(c1.positions(0), c2.positions(0))
+            assert c1.next_position == c2.next_position
+
+
+def test_padding_is_never_stored_in_a_request_cache(eng):
+    a, b = eng.new_cache(), eng.new_cache()
+    batched_forward(eng, [(torch.tensor([[1, 2, 3, 4]]), a), (torch.tensor([[5]]), b)])
+    assert a.length() == 4 and b.length() == 1
+    assert (b.positions(0) >= 0).all() and (a.positions(0) >= 0).all()
+
+
+def test_batch_of_caches_pads_keys_with_position_minus_one():
+    hf = tiny_llama("llama")
+    e = engine_from_hf(hf)
+    a, b = e.new_cache(), e.new_cache()
+    e.forward(torch.tensor([[1, 2, 3]]), a)
+    batch = BatchOfCaches([a, b], [1, 1])
+    k = torch.randn(2, e.spec.n_kv_heads, 1, e.spec.head_dim)
+    keys, values, pos = batch.append(0, k, k, torch.tensor([[3], [0]]))
+    assert keys.shape[2] == 4 and pos.tolist() == [[0, 1, 2, 3], [0, -1, -1, -1]]
+    assert torch.equal(keys[1, :, 1:], torch.zeros_like(keys[1, :, 1:]))          # zeros, never NaN
+
+
+def test_concurrent_sessions_get_the_tokens_they_get_alone(eng):
+    """Six different prompts, greedy and seeded sampling, run alone then all at once twice."""
+    alone = [_run(eng, j) for j in JOBS]
+    sched = batching.scheduler_for(eng)
+    steps0, rows0 = sched.steps, sched.rows
+    with ThreadPoolExecutor(len(JOBS) * 2) as pool:
+        together = list(pool.map(lambda j: _run(eng, j), JOBS * 2))
+    assert [[s.token for s in r] for r in together] == [[s.token for s in r] for r in alone] * 2
+    for a, b in zip(alone * 2, together):                     # same records, up to float rounding
+        assert [s.kept for s in a] == [s.kept for s in b]
+        assert max(abs(x.prob - y.prob) + abs(x.model_prob - y.model_prob) for x, y in zip(a, b)) < 1e-5
+    steps, rows = sched.steps - steps0, sched.rows - rows0
+    assert rows > 0 and steps < rows / 2, (steps, rows)       # really batched: > 2 requests per forward
+
+
+def test_a_session_alone_runs_the_engine_directly(eng):
+    sched = batching.scheduler_for(eng)
+    steps = sched.steps
+    assert generate.generate(eng, JOBS[0][0], SamplingConfig(0.0), 0, 5) == [s.token for s in _run(eng, JOBS[0], 5)]
+    assert sched.steps == steps and sched.seated == 0
+
+
+def test_an_error_in_a_batched_step_reaches_its_sessions(eng, monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("out of memory (simulated)")
+
+    monkeypatch.setattr(batching, "batched_forward", boom)
+    with ThreadPoolExecutor(3) as pool:
+        futures = [pool.submit(_run, eng, j, 3) for j in JOBS[:3]]
+        errors = [f.exception() for f in futures]
+    assert any(isinstance(e, RuntimeError) and "simulated" in str(e) for e in errors)
+    assert batching.scheduler_for(eng).seated == 0
