@@ -13,19 +13,23 @@ def batch_figure(valid: np.ndarray, texts: list[list[str]], positions: np.ndarra
     fig = go.Figure(go.Heatmap(
         z=valid, x=list(range(T)), y=[f"{labels['prompt']} {b + 1}" for b in range(B)],
         colorscale=[[0, "#e8e8e8"], [1, "#4c78a8"]], zmin=0, zmax=1, showscale=False,
-        text=texts, texttemplate="%{text}" if T <= 40 else None, textfont=dict(size=9),
+        text=texts, texttemplate="%{text}" if T <= 32 else None, textfont=dict(size=12),
         customdata=positions, xgap=1, ygap=2,
-        hovertemplate="%{y}, column %{x}: %{text}<br>position %{customdata}<extra></extra>"))
+        hovertemplate="%{y}, " + labels["col"] + " %{x}: %{text}<br>" + labels["pos"] + " %{customdata}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text=labels["x"])
     fig.update_layout(title=labels["title"], height=120 + 45 * B)
     return fig
 
 
-def times_figure(names: list[str], seconds, tokens, labels: dict[str, str]) -> go.Figure:
-    """Measured median time of each way to run the batch, with the token rows it processed."""
-    fig = go.Figure(go.Bar(x=names, y=np.asarray(seconds) * 1000, text=[labels["tokens"].format(n=n) for n in tokens],
-                           textposition="outside", hovertemplate="%{x}: %{y:.0f} ms<extra></extra>"))
+def times_figure(names: list[str], seconds, fastest, slowest, tokens: list[str], labels: dict[str, str]) -> go.Figure:
+    """Measured median time of each way to run the batch (bars), fastest..slowest repeat (error
+    bars), with the token rows it processed (`tokens`: already formatted labels)."""
+    med = np.asarray(seconds) * 1000
+    fig = go.Figure(go.Bar(x=names, y=med, text=tokens, textposition="outside",
+                           error_y=dict(type="data", symmetric=False, array=np.asarray(slowest) * 1000 - med,
+                                        arrayminus=med - np.asarray(fastest) * 1000),
+                           hovertemplate="%{x}: %{y:.0f} ms<extra></extra>"))
     fig.update_yaxes(title_text=labels["y"], rangemode="tozero")
     fig.update_layout(title=labels["title"], height=380)
     return fig

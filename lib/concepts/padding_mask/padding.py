@@ -14,8 +14,6 @@ Three ways to run the same prompts:
 """
 from __future__ import annotations
 
-import statistics
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +21,7 @@ import torch
 
 from lib.core.engine import Engine
 from lib.core.cache.dense import PAD_POSITION
+from lib.core.timing import measure
 
 SIDES = ("left", "right")
 # How positions are given to the padded batch:
@@ -175,16 +174,20 @@ class Timings:
     labels: list[str]          # what was run
     tokens: list[int]          # token rows each forward processed (B x T, or sum of lengths)
     score_entries: list[int]   # attention score entries per head per layer (B x T x S summed)
-    seconds: list[float]       # median wall time
+    seconds: list[float]       # median wall time of each run
+    fastest: list[float]       # min wall time of each run over the repeats
+    slowest: list[float]       # max wall time of each run over the repeats
     repeats: int
+    load_avg: float            # the machine's 1-minute load average after measuring
 
 
 @torch.inference_mode()
 def measure_times(engine: Engine, prompts, pad_id: int, extra_pad: tuple[int, ...] = (0,),
                   repeats: int = 3) -> Timings:
     """Median wall time of: the padded batch (padded to the longest + each extra), the prompts
-    one by one, and the packed row. Runs are interleaved, so load from other processes hits
-    all of them alike. Hidden states only (no LM head)."""
+    one by one, and the packed row. Each run is timed with lib.core.timing.measure: alone (no
+    other model work in this process meanwhile), `repeats` times after one warm-up, median and
+    spread. Hidden states only (no LM head)."""
     L = [len(p) for p in prompts]
     B, Tmax = len(L), max(L)
     runs, labels, tokens, entries = [], [], [], []
@@ -202,22 +205,18 @@ def measure_times(engine: Engine, prompts, pad_id: int, extra_pad: tuple[int, ..
     labels.append("packed")
     tokens.append(sum(L))
     entries.append(sum(L) ** 2)
-    runs[0]()  # warm-up
-    times = [[] for _ in runs]
-    for _ in range(repeats):
-        for i, run in enumerate(runs):
-            t0 = time.perf_counter()
-            run()
-            times[i].append(time.perf_counter() - t0)
-    return Timings(labels, tokens, entries, [statistics.median(t) for t in times], repeats)
+    timings = [measure(run, repeats) for run in runs]
+    return Timings(labels, tokens, entries, [x.median_s for x in timings], [x.min_s for x in timings],
+                   [x.max_s for x in timings],
+                   repeats, timings[-1].load_avg)
 
 
-def time_ratio_check(t: Timings) -> tuple[float, float, float]:
-    """(time ratio, padded-token ratio, valid-token ratio) of the most-padded run vs the
-    least-padded one: time tracks padding if the time ratio is well above 1 (the valid ratio)."""
+def time_ratio(t: Timings) -> tuple[float, float]:
+    """(time ratio, padded-token ratio) of the most-padded run vs the least-padded one: time
+    tracks padding if the time ratio is well above 1 although the real tokens are the same."""
     pads = [i for i, lab in enumerate(t.labels) if lab.startswith("padded:")]
     a, b = pads[0], pads[-1]
-    return t.seconds[b] / t.seconds[a], t.tokens[b] / t.tokens[a], 1.0
+    return t.seconds[b] / t.seconds[a], t.tokens[b] / t.tokens[a]
 
 
 def padded_view(batch: PaddedBatch) -> np.ndarray:

@@ -1,0 +1,47 @@
+"""The padding-mask page's live checks: the padded batch against each prompt run alone (an
+independent computation with no padding at all), the packed row likewise, the unmasked batch
+against the masked one, and the measured time of the same real tokens in a larger padded shape.
+
+`page_checks(cmp, tm, lengths, t)` -> list[CheckResult]; `t(key, **fmt)` is the page's text
+lookup (tests may pass a stub that returns the key)."""
+from __future__ import annotations
+
+from lib.concepts.check_result import CheckResult
+from lib.concepts.padding_mask.padding import MaskComparison, Timings, time_ratio
+
+EQUAL_TOL = 1e-3          # max |Δ hidden| and |Δ logit| accepted as float rounding
+NOMASK_MIN_DIFF = 1e-2    # without the mask, left padding must move hidden states more than this
+TIME_MIN_RATIO = 1.2      # the most-padded batch must take at least this much longer
+
+
+def nomask_changes(cmp: MaskComparison) -> dict[str, bool]:
+    """{side: whether running that side's padding without a mask changed the outputs}."""
+    return {v.side: v.max_hidden_diff > NOMASK_MIN_DIFF for v in cmp.variants if v.mode == "no_mask"}
+
+
+def page_checks(cmp: MaskComparison, tm: Timings, lengths: tuple[int, ...], t) -> list[CheckResult]:
+    """The four checks of the page, in the page's language."""
+    B = len(lengths)
+    masked = [v for v in cmp.variants if v.mode == "mask"]
+    worst_h = max(v.max_hidden_diff for v in masked)
+    worst_l = max(v.max_logit_diff for v in masked)
+    left_nomask = next(v for v in cmp.variants if v.side == "left" and v.mode == "no_mask")
+    padded = min(lengths) < max(lengths)
+    if padded:
+        nomask = CheckResult(t("check_nomask"), left_nomask.max_hidden_diff > NOMASK_MIN_DIFF,
+                             t("check_nomask_detail", h=left_nomask.max_hidden_diff, tol=NOMASK_MIN_DIFF))
+    else:   # equal lengths: there is no padding the mask could hide, so both runs must agree
+        nomask = CheckResult(t("check_nopad"), left_nomask.max_hidden_diff <= EQUAL_TOL,
+                             t("check_nopad_detail", h=left_nomask.max_hidden_diff, tol=EQUAL_TOL))
+    tr, pr = time_ratio(tm)
+    return [
+        CheckResult(t("check_equal", B=B),
+                    worst_h <= EQUAL_TOL and worst_l <= EQUAL_TOL and all(v.top1_changed == 0 for v in masked),
+                    t("check_equal_detail", h=worst_h, l=worst_l, tol=EQUAL_TOL)),
+        CheckResult(t("check_packed"), cmp.packed_hidden_diff <= EQUAL_TOL and cmp.packed_logit_diff <= EQUAL_TOL,
+                    t("check_packed_detail", h=cmp.packed_hidden_diff, l=cmp.packed_logit_diff, tol=EQUAL_TOL)),
+        nomask,
+        CheckResult(t("check_time"), tr > TIME_MIN_RATIO,
+                    t("check_time_detail", tr=tr, pr=pr, n=sum(lengths), r=tm.repeats, load=tm.load_avg,
+                      min=TIME_MIN_RATIO)),
+    ]
