@@ -2,31 +2,51 @@
 import streamlit as st
 
 from lib.ui import runtime
-from lib.concepts.catalog import CONCEPTS, GROUPS
+from lib.concepts.catalog import CONCEPTS, GROUPS, PAGES_DIR
+from lib.concepts.lessons.catalog import LESSONS
+from lib.ui.glossary import page_title
 from lib.model.facts import model_facts
 from lib.ui.boot import leave_pages_folder_mode
 from lib.ui.i18n import texts
 
 leave_pages_folder_mode()
-t, c = texts("home"), texts("common")
+t, c, c_lessons = texts("home"), texts("common"), texts("lessons")
 st.title(f"🧪 {t('title')}")
 st.markdown(t("intro"))
+
+# ---- start with a lesson (issue 14 §4) -----------------------------------------------------
+st.subheader(t("start_title"))
+st.markdown(t("start_intro"))
+for col, lesson in zip(st.columns(len(LESSONS)), LESSONS):
+    with col.container(border=True):
+        st.markdown(f"**{lesson.icon} {c_lessons(f'lesson_{lesson.id}_title')}**")
+        st.caption(f"⏱️ {c_lessons('minutes_fmt', m=lesson.minutes)} · {c_lessons('steps_fmt', n=len(lesson.steps))}")
+        st.markdown("\n".join(f"{n}. {page_title(s.slug)}" for n, s in enumerate(lesson.steps, 1)))
+        st.page_link(str(PAGES_DIR / "lessons.py"), label=c_lessons("start"), icon="▶️",
+                     query_params={"lesson": lesson.id, "step": 1})
+c1, c2 = st.columns(2)
+c1.page_link(str(PAGES_DIR / "life-of-a-token.py"), label=c("page_life-of-a-token"), icon="🧬")
+c1.caption(t("life_blurb"))
+c2.page_link(str(PAGES_DIR / "glossary.py"), label=c("page_glossary"), icon="📖")
+c2.caption(t("glossary_blurb"))
 
 st.subheader(t("howto_title"))
 st.markdown(t("howto"))
 
+# ---- every concept, full titles (three columns so no title is cut) -------------------------
 st.subheader(t("map_title"))
-cols = st.columns(len(GROUPS))
-for col, group in zip(cols, GROUPS):
-    col.markdown(f"**{c(f'group_{group}')}**")
-    for x in CONCEPTS:
-        if x.group != group:
-            continue
-        label = f"{x.number}. {c(f'concept_{x.slug}')}"
-        if x.exists:
-            col.page_link(str(x.page_file), label=label, icon=x.icon)
-        else:
-            col.markdown(f"{x.icon} {label} · _{t('not_yet')}_")
+COLUMNS = (("decoding", "speculative"), ("attention", "quantization"), ("serving",))
+for col, groups in zip(st.columns(len(COLUMNS)), COLUMNS):
+    for group in groups:
+        col.markdown(f"**{c(f'group_{group}')}**")
+        for x in CONCEPTS:
+            if x.group != group:
+                continue
+            label = f"{x.number}. {c(f'concept_{x.slug}')}"
+            if x.exists:
+                col.page_link(str(x.page_file), label=label, icon=x.icon, width="stretch")
+            else:
+                col.markdown(f"{x.icon} {label} · _{t('not_yet')}_")
 
 st.subheader(t("facts_title"))
 m = runtime.model()
