@@ -124,7 +124,9 @@ def model() -> LoadedModel:
     except ModelLoadError as e:
         st.error(str(e))
         good = st.session_state.get("model_good", server_choice())
-        st.session_state["model_source"], st.session_state["dtype"] = good[0], good[2]
+        st.session_state["model_source"] = good[0]
+        if good[2] != wanted[2]:
+            st.session_state["dtype_reset"] = good[2]     # the sidebar puts its dtype back next run
         return _load(*good)
 
 

@@ -7,7 +7,6 @@ import streamlit as st
 from lib.model import model_loader
 from lib.ui import runtime
 from lib.concepts.catalog import CONCEPTS, GROUPS, PAGES_DIR
-from lib.model.model_loader import BUNDLED
 from lib.ui.i18n import LANGS, current_lang, publish_lang, texts
 from lib.ui import present
 
@@ -33,7 +32,7 @@ def _toggle_present():
 
 
 def _load_other():
-    st.session_state["model_source"] = st.session_state.get("model_other_text", "").strip() or BUNDLED
+    st.session_state["model_source"] = st.session_state.get("model_other_text", "").strip() or runtime.SERVER_SOURCE
 
 
 def sidebar() -> None:
@@ -55,11 +54,14 @@ def sidebar() -> None:
             if kind == "other":
                 st.text_input(c("model_other_label"), key="model_other_text", help=c("model_other_help"))
                 st.button(c("model_load"), on_click=_load_other)
-            elif st.session_state.get("model_source", BUNDLED) != BUNDLED:
-                st.session_state["model_source"] = BUNDLED
+            elif st.session_state.get("model_source", runtime.SERVER_SOURCE) != runtime.SERVER_SOURCE:
+                st.session_state["model_source"] = runtime.SERVER_SOURCE
             devices = model_loader.available_devices()
             st.session_state.setdefault("device", model_loader.default_device())
             st.selectbox(c("device"), devices, key="device")
+            st.session_state.setdefault("dtype", runtime.SERVER_DTYPE)
+            if "dtype_reset" in st.session_state:        # a refused dtype (runtime.model) goes back
+                st.session_state["dtype"] = st.session_state.pop("dtype_reset")
             st.selectbox(c("dtype"), tuple(runtime.DTYPES), key="dtype", help=c("dtype_help"))
     if present.presenter_view():
         present.apply_css()

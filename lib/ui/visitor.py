@@ -31,7 +31,7 @@ class Visit:
     errors: list[str] = field(default_factory=list)       # st.error alerts
     page_not_found: bool = False
     elements: int = 0
-    texts: list[str] = field(default_factory=list)        # markdown/text bodies (for comparisons)
+    texts: list[str] = field(default_factory=list)        # markdown (not captions) and alert bodies
     failure: str | None = None                            # connection trouble, timeout
 
     @property
@@ -72,7 +72,7 @@ async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 
                             v.exceptions.append(f"{el.exception.type}: {el.exception.message}"[:500])
                         elif what == "alert" and el.alert.format == 1:      # Alert.ERROR
                             v.errors.append(el.alert.body[:300])
-                        elif keep_texts and what == "markdown":
+                        elif keep_texts and what == "markdown" and el.markdown.element_type != 2:   # not captions
                             v.texts.append(el.markdown.body)
                         elif keep_texts and what == "alert":
                             v.texts.append(el.alert.body)

@@ -1,0 +1,47 @@
+"""A class on one fresh server (issue 12): 24 real websocket sessions at once over 12 pages,
+right after the server answers its health check (the moment the lazy-import race crashed 21 of
+30 sessions), must all finish without an exception element; then the same pages again, now
+shared, must agree with each other."""
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from bench.classroom import PeakRss, start_server, stop_server
+from lib.concepts.catalog import CONCEPTS
+from lib.ui.visitor import class_of
+
+pytestmark = [pytest.mark.load, pytest.mark.real_model]
+PAGES = [c.slug for c in CONCEPTS if c.exists][:12]
+SESSIONS = 24
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def fresh_server():
+    proc, url = start_server(free_port())
+    rss = PeakRss(proc.pid)
+    yield url
+    print(f"server + children peak RSS: {rss.stop():.0f} MB")
+    stop_server(proc)
+
+
+def test_a_class_at_once_on_a_fresh_server_crashes_nobody(fresh_server):
+    assert len(PAGES) >= 8
+    visits = [(PAGES[i % len(PAGES)], "lang=id" if i % 3 == 2 else "") for i in range(SESSIONS)]
+    out = class_of(fresh_server, visits, timeout_s=1800)
+    bad = [(v.page, v.query, v.failure, v.exceptions[:1], v.page_not_found) for v in out if v.crashed]
+    assert not bad, bad
+    assert all(v.elements > 10 for v in out)
+
+
+def test_identical_sessions_see_identical_pages(fresh_server):
+    out = class_of(fresh_server, [("temperature", "T=0.7")] * 6, timeout_s=1800, keep_texts=True)
+    assert not [v for v in out if v.crashed]
+    assert len(out[0].texts) > 5 and all(v.texts == out[0].texts for v in out)
