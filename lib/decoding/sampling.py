@@ -5,7 +5,10 @@
 Each stage is a small pure function (inputs are never modified in place) that returns new
 logits; filtering stages set removed tokens to -inf and also return the kept mask, so a page
 can draw what every stage did. Temperature 0 means greedy (argmax), decided in one place:
-`sample_next`. Randomness only comes from the `torch.Generator` the caller passes in.
+`final_distribution` (one-hot on the argmax when `SamplingConfig.greedy`), which `run_pipeline`
+ends with; `sample_next` then simply draws from it, and the decode loop
+(lib/decoding/generate.py) has no greedy branch of its own. Randomness only comes from the
+`torch.Generator` the caller passes in.
 
 The filters are written so that their masks are bit-identical to transformers'
 `TopKLogitsWarper`, `TopPLogitsWarper` and `MinPLogitsWarper` (tests/model check this on real
@@ -121,7 +124,8 @@ def apply_sequence_bias(logits: torch.Tensor, sequence_bias, context) -> torch.T
 
 
 def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """logits / T for T > 0 (order kept, sharpness changed). T = 0 is greedy: see sample_next."""
+    """logits / T for T > 0 (order kept, sharpness changed). T = 0 leaves them as they are:
+    greedy is decided by final_distribution."""
     if temperature == 0:
         return logits.clone()
     return logits / temperature
@@ -231,11 +235,16 @@ def run_pipeline(logits: torch.Tensor, cfg: SamplingConfig, context=()) -> Pipel
     if not bool(torch.isfinite(x).any()):
         raise EmptyDistribution("every token was removed by the stages "
                                 f"{' -> '.join(s.name for s in result.stages[1:])}: nothing left to sample")
-    if cfg.greedy:
-        result.probs = torch.zeros_like(x).scatter(-1, x.argmax(-1, keepdim=True), 1.0)
-    else:
-        result.probs = torch.softmax(x, dim=-1)
+    result.probs = final_distribution(x, cfg.greedy)
     return result
+
+
+def final_distribution(x: torch.Tensor, greedy: bool) -> torch.Tensor:
+    """The distribution sampled from, given the pipeline's last logits x (..., V): softmax(x),
+    or for greedy decoding (temperature 0) one-hot on argmax(x) — the one place greedy is made."""
+    if greedy:
+        return torch.zeros_like(x).scatter(-1, x.argmax(-1, keepdim=True), 1.0)
+    return torch.softmax(x, dim=-1)
 
 
 def sample_next(probs: torch.Tensor, generator: torch.Generator | None) -> int:
