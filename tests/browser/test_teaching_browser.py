@@ -1,0 +1,61 @@
+"""Teaching pages in headless Chromium (issue 14): lessons, glossary and the life of a token in
+English and Indonesian, and the presenter view on a projector-sized window (1280x720).
+Screenshots go to artifacts/screenshots/ like the main browser test."""
+from __future__ import annotations
+
+import pytest
+
+from lib.ui.i18n import load_texts
+from tests.browser.test_browser import SHOTS, browser, server, settle, visit, wait_for_charts  # noqa: F401 (fixtures)
+
+pytestmark = [pytest.mark.browser, pytest.mark.real_model]
+TEACHING = {"lessons": 0, "glossary": 0, "life-of-a-token": 3}   # slug -> charts it draws by default
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_teaching_pages_render(server, browser, lang):  # noqa: F811
+    failures = []
+    for slug, charts in TEACHING.items():
+        page = visit(browser, f"{server}/{slug}?lang={lang}", f"teaching-{slug}-{lang}", charts=charts)
+        try:
+            if page.locator("[data-testid='stException']").count():
+                failures.append(f"{slug}: exception box")
+            text = page.locator("[data-testid='stMain']").inner_text()
+            if load_texts(slug)[lang]["title"] not in text:
+                failures.append(f"{slug}: title not in {lang}")
+            if page.locator(".js-plotly-plot").count() < charts:
+                failures.append(f"{slug}: fewer than {charts} charts")
+        finally:
+            page.close()
+    assert not failures, failures
+
+
+def test_presenter_view_on_a_projector(server, browser):  # noqa: F811
+    """?view=present at 1280x720: no 'The code', the toggle is on, nothing wider than the window."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    try:
+        page.goto(f"{server}/temperature?view=present", wait_until="domcontentloaded")
+        settle(page)
+        wait_for_charts(page, 1)
+        page.screenshot(path=str(SHOTS / "present-temperature-1280x720.png"))
+        assert page.locator("[data-testid='stException']").count() == 0
+        text = page.locator("[data-testid='stMain']").inner_text()
+        common = load_texts("common")["en"]
+        assert common["the_code"] not in text
+        assert common["what_to_notice"] in text
+        assert page.locator("[data-testid='stSidebar'] input[type='checkbox']").first.is_checked()
+        too_wide = page.evaluate("""() => [...document.querySelectorAll(
+            "[data-testid='stMain'] table, [data-testid='stMain'] .js-plotly-plot")]
+            .filter(el => el.getBoundingClientRect().right > window.innerWidth + 1).length""")
+        assert too_wide == 0
+    finally:
+        page.close()
+
+
+def test_glossary_anchor_exists(server, browser):  # noqa: F811
+    page = visit(browser, f"{server}/glossary?lang=id#kv-cache", "teaching-glossary-anchor-id")
+    try:
+        assert page.locator("#kv-cache").count() == 1
+        assert "KV cache" in page.locator("#kv-cache").inner_text()
+    finally:
+        page.close()
