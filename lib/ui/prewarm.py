@@ -84,10 +84,16 @@ def yield_to_visitors(idle_s: float = 0.0) -> None:
 
 
 def default_visits() -> list[tuple[str, str]]:
-    """(page, query) of every concept page's default state, English first."""
-    from lib.concepts.catalog import CONCEPTS
+    """(page, query) of every concept (and teaching) page's default state, English first."""
+    from lib.concepts.catalog import CONCEPTS, PAGES_DIR
 
     pages = [c.slug for c in CONCEPTS if c.exists]
+    try:
+        from lib.ui.shell import TEACHING_PAGES      # lessons, life of a token, glossary (if present)
+
+        pages += [slug for slug, _ in TEACHING_PAGES if (PAGES_DIR / f"{slug}.py").exists()]
+    except ImportError:
+        pass
     return [(p, "") for p in pages] + [(p, "lang=id") for p in pages]
 
 
