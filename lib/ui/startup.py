@@ -2,7 +2,8 @@
 
 1. Heavy imports, all of them, under one process-wide lock: pandas, pyarrow, plotly (with the
    validators of every trace and layout property the pages use), Streamlit's dataframe
-   conversion, the tokenizer classes. Thirty sessions that start together otherwise import
+   conversion, and every third-party module or name that lib/ and pages/ import anywhere
+   (transformers' lazily resolved classes included). Thirty sessions that start together otherwise import
    them lazily in thirty script threads at once, and a thread that reaches a half-imported
    module crashes (`partially initialized module 'pandas' has no attribute 'Series'`, seen
    from plotly's validators). Every other session waits on the lock until the first is done.
@@ -57,6 +58,45 @@ def _heavy_imports() -> None:
     du.convert_anything_to_arrow_bytes({"a": [1.0, 2.0], "b": ["x", "y"]})
 
 
+def _lazy_imports() -> list[str]:
+    """Import now every third-party module and name that lib/ and pages/ import anywhere,
+    including inside functions (transformers resolves `from transformers import X` lazily, and
+    two threads doing that at once fail: `cannot import name 'Gemma3TextConfig'`). Returns what
+    could not be imported (optional extras)."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    wanted: set[tuple[str, str | None]] = set()
+    for path in list((root / "lib").rglob("*.py")) + list((root / "pages").glob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                wanted.update((a.name, None) for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                wanted.update((node.module, a.name) for a in node.names if a.name != "*")
+    missing = []
+    for module, name in sorted(wanted, key=lambda x: (x[0], x[1] or "")):
+        if module.split(".")[0] in ("lib", "pages", "tests", "bench", "streamlit", "__future__"):
+            continue
+        try:
+            mod = importlib.import_module(module)
+            if name is not None and not hasattr(mod, name):
+                importlib.import_module(f"{module}.{name}")
+            elif name is not None:
+                getattr(mod, name)
+        except Exception:  # noqa: BLE001 - optional extras (e.g. CUDA-only) are simply absent
+            missing.append(f"{module}.{name}" if name else module)
+    return missing
+
+
+lazy_missing: list[str] = []
+
+
 def once() -> None:
     """Run the start-of-server work exactly once; concurrent callers wait until it is done."""
     global _done, import_seconds
@@ -67,6 +107,7 @@ def once() -> None:
             return
         t0 = time.perf_counter()
         _heavy_imports()
+        lazy_missing[:] = _lazy_imports()
         import_seconds = time.perf_counter() - t0
         from lib.ui import prewarm
 
