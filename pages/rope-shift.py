@@ -5,7 +5,7 @@ import streamlit as st
 from lib.decoding import generate
 from lib.concepts.rope_shift import rope_shift
 from lib.ui import runtime
-from lib.concepts.check_result import CheckResult
+from lib.concepts.rope_shift import checks, hf_rotation
 from lib.concepts.rope_shift import figures as plots
 from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
@@ -13,7 +13,6 @@ from lib.ui.page import ConceptPage
 DEFAULT_PROMPT = "Alice gave Bob a book because she wanted him to read it before the exam."
 DELTAS = (1, 4, 16, 64, 256, 1024, 4096)          # cache shifts the sweep (and the control) use
 PAIRS = (0, 16, 48, 96, 127)                      # channel pairs drawn in the rotation figure
-CHECK_DELTAS = (1, 7, 100, 1000, 4096)
 
 page = ConceptPage("rope-shift")
 t = page.t
@@ -44,7 +43,7 @@ thetas = tuple(sorted(set(spec.rope_thetas)))
 sp = rope_shift.spectrum(spec.head_dim, thetas, spec.max_context)
 fig = plots.spectrum_figure(sp.wavelengths, thetas, spec.max_context,
                             {"title": t("fig_spec_title"), "theta": t("spec_theta"), "context": t("spec_context", n=spec.max_context),
-                             "x": t("spec_x"), "y": t("spec_y")})
+                             "x": t("spec_x"), "y": t("spec_y"), "hover": t("spec_hover", x="%{x}", y="%{y:,.1f}")})
 page.figure(fig, "rope_spectrum", {"pair": list(range(sp.wavelengths.shape[1])),
                                    **{f"wavelength_theta={th:g}": w.tolist() for th, w in zip(thetas, sp.wavelengths)}})
 st.caption(t("spec_caption", **{"n_loc": int(sp.pairs_full_turn[0]), "n_glob": int(sp.pairs_full_turn[-1]),
@@ -65,54 +64,57 @@ shifts = np.arange(0, 513)
 qi = T - 1
 joint = rope_shift.score_at(raw, head, qi, key, qi + shifts, key + shifts)
 key_only = rope_shift.score_at(raw, head, qi, key, np.full_like(shifts, qi), key + shifts)
-fig = plots.shift_scores_figure(shifts, joint, key_only,
-                                {"title": t("fig_score_title", q=tokens[qi], k=tokens[key], l=layer, h=head),
-                                 "joint": t("score_joint"), "key_only": t("score_key_only"), "x": t("score_x"),
-                                 "y": t("score_y")})
-page.figure(fig, "score_vs_shift", {"delta": shifts.tolist(), "score_both_shifted": joint.tolist(),
-                                    "score_key_shifted": key_only.tolist()})
-st.caption(t("score_caption", s=float(joint[0]), spread=float(np.ptp(joint)), lo=float(key_only.min()),
-             hi=float(key_only.max())))
+unchanged = float(np.ptp(joint)) <= checks.JOINT_TOL
+if page.predict("joint", t("predict_joint_q", q=tokens[qi], k=tokens[key]), ("same", "changes"),
+                "same" if unchanged else "changes",
+                t("predict_joint_why_same" if unchanged else "predict_joint_why_changes", spread=float(np.ptp(joint)),
+                  lo=float(key_only.min()), hi=float(key_only.max())),
+                format_func=lambda o: t(f"predict_joint_{o}")):
+    fig = plots.shift_scores_figure(shifts, joint, key_only,
+                                    {"title": t("fig_score_title", q=tokens[qi], k=tokens[key], l=layer, h=head),
+                                     "joint": t("score_joint"), "key_only": t("score_key_only"), "x": t("score_x"),
+                                     "y": t("score_y")})
+    page.figure(fig, "score_vs_shift", {"delta": shifts.tolist(), "score_both_shifted": joint.tolist(),
+                                        "score_key_shifted": key_only.tolist()})
+    st.caption(t("score_caption", s=float(joint[0]), spread=float(np.ptp(joint)), lo=float(key_only.min()),
+                 hi=float(key_only.max())))
 
 # ---- moving a real KV cache ----------------------------------------------------------------------------
 st.subheader(t("cache_title"))
-st.markdown(t("cache_intro", T=T, d=delta))
+st.markdown(t("cache_intro", n=T - 1, d=delta))
 with st.spinner(t("cache_running")):
     out = runtime.cached(rope_shift.shift_outcome)(m.engine, prompt.ids, int(delta))
     sweep = runtime.cached(rope_shift.shift_sweep)(m.engine, prompt.ids, DELTAS)
     base_logits = runtime.cached(generate.next_token_logits)(m.engine, prompt.ids)
+    hf_err = runtime.cached(hf_rotation.hf_moved_key_error)(m.engine, prompt.ids, int(delta))
 names = {"recompute": t("v_recompute"), "rerotated": t("v_rerotated"), "relabelled": t("v_relabelled")}
 probs = {k: np.asarray(rope_shift.softmax_np(v)) for k, v in out.logits.items()}
-top = np.argsort(-probs["recompute"])[:8]
-top_tokens = token_texts(m.tokenizer, top.tolist())
-fig = plots.next_token_figure(top_tokens, {names[k]: probs[k][top].tolist() for k in names},
-                              {"title": t("fig_next_title", d=delta), "y": t("next_y")})
-page.figure(fig, "next_token_after_shift", {"token": top_tokens, **{k: probs[k][top].tolist() for k in names}})
 top1 = {k: token_texts(m.tokenizer, [int(np.argmax(probs[k]))])[0] for k in names}
-diffs = {k: float(np.abs(out.logits[k].numpy() - out.logits["recompute"].numpy()).max()) for k in ("rerotated", "relabelled")}
-st.caption(t("next_caption", r=top1["recompute"], rr=top1["rerotated"], rl=top1["relabelled"],
-             dr=diffs["rerotated"], dl=diffs["relabelled"]))
-fig = plots.sweep_figure(sweep.deltas, {names[k]: v for k, v in sweep.max_logit_diff.items()},
-                         {"title": t("fig_sweep_title"), "x": t("sweep_x"), "y": t("sweep_y")})
-page.figure(fig, "logit_error_vs_shift", {"delta": sweep.deltas.tolist(),
-                                          **{f"max_abs_logit_diff_{k}": v.tolist() for k, v in sweep.max_logit_diff.items()},
-                                          **{f"top1_same_{k}": v.tolist() for k, v in sweep.top1_same.items()}})
+diffs = checks.logit_diffs(out)
+kept = top1["relabelled"] == top1["recompute"]
+if page.predict("relabel", t("predict_relabel_q", d=delta, r=top1["recompute"]), ("kept", "changed"),
+                "kept" if kept else "changed",
+                t("predict_relabel_why_kept" if kept else "predict_relabel_why_changed", r=top1["recompute"],
+                  rl=top1["relabelled"], dl=diffs["relabelled"], dr=diffs["rerotated"]),
+                format_func=lambda o: t(f"predict_relabel_{o}")):
+    top = np.argsort(-probs["recompute"])[:8]
+    top_tokens = token_texts(m.tokenizer, top.tolist())
+    fig = plots.next_token_figure(top_tokens, {names[k]: probs[k][top].tolist() for k in names},
+                                  {"title": t("fig_next_title", d=delta), "y": t("next_y")})
+    page.figure(fig, "next_token_after_shift", {"token": top_tokens, **{k: probs[k][top].tolist() for k in names}})
+    st.caption(t("next_caption", r=top1["recompute"], rr=top1["rerotated"], rl=top1["relabelled"],
+                 dr=diffs["rerotated"], dl=diffs["relabelled"]))
+    fig = plots.sweep_figure(sweep.deltas, {names[k]: v for k, v in sweep.max_logit_diff.items()},
+                             {"title": t("fig_sweep_title"), "x": t("sweep_x"), "y": t("sweep_y")})
+    page.figure(fig, "logit_error_vs_shift", {"delta": sweep.deltas.tolist(),
+                                              **{f"max_abs_logit_diff_{k}": v.tolist() for k, v in sweep.max_logit_diff.items()},
+                                              **{f"top1_same_{k}": v.tolist() for k, v in sweep.top1_same.items()}})
 
 page.notice()
 
 # ---- live checks ------------------------------------------------------------------------------------------
-jerr = rope_shift.joint_shift_error(raw, CHECK_DELTAS)
-krel = out.key_error["rerotated"] / out.key_scale
-shift_inv = float((out.logits["recompute"] - base_logits).abs().max())
-page.checks([
-    CheckResult(t("check_joint", l=layer, n=len(CHECK_DELTAS), hi=CHECK_DELTAS[-1]), jerr <= 1e-3,
-                t("check_joint_detail", e=jerr)),
-    CheckResult(t("check_rerot", d=delta), krel <= 5e-4,
-                t("check_rerot_detail", e=out.key_error["rerotated"], r=krel, e2=out.key_error["relabelled"])),
-    CheckResult(t("check_relabel", d=delta), diffs["relabelled"] > 0.1 and diffs["rerotated"] < 0.01,
-                t("check_relabel_detail", dl=diffs["relabelled"], dr=diffs["rerotated"])),
-    CheckResult(t("check_model", d=delta), shift_inv < 0.01, t("check_model_detail", e=shift_inv)),
-])
+jerr = rope_shift.joint_shift_error(raw, checks.CHECK_DELTAS)
+page.checks(checks.page_checks(jerr, out, hf_err, base_logits, layer, t))
 page.try_this()
 page.code(rope_shift.moved_cache, rope_shift.shift_outcome, rope_shift.raw_qk, rope_shift.score_at)
 page.sources()

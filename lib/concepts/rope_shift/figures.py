@@ -14,9 +14,9 @@ def spectrum_figure(wavelengths: np.ndarray, thetas, context: int, labels: dict[
     fig = go.Figure()
     for th, wl in zip(thetas, wavelengths):
         fig.add_scatter(x=np.arange(len(wl)), y=wl, name=labels["theta"].format(theta=th), mode="lines",
-                        hovertemplate="pair %{x}: %{y:,.1f} tokens<extra></extra>")
+                        hovertemplate=labels["hover"] + "<extra></extra>")
     log_y_hline(fig, context, labels["context"], line_dash="dot", line_color="grey")
-    fig.update_yaxes(type="log", title_text=labels["y"])
+    fig.update_yaxes(type="log", dtick=1, exponentformat="power", title_text=labels["y"])
     fig.update_xaxes(title_text=labels["x"])
     fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig
@@ -59,6 +59,6 @@ def sweep_figure(deltas, diffs: dict[str, np.ndarray], labels: dict[str, str]) -
     for name, ys in diffs.items():
         fig.add_scatter(x=deltas, y=np.maximum(ys, 1e-9), name=name, mode="lines+markers")
     fig.update_xaxes(type="log", title_text=labels["x"])
-    fig.update_yaxes(type="log", title_text=labels["y"])
+    fig.update_yaxes(type="log", dtick=1, exponentformat="power", title_text=labels["y"])
     fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig
