@@ -48,6 +48,8 @@ step = lesson.steps[n - 1]
 st.session_state[PUBLISHED + ui.LESSON_PARAM], st.session_state[PUBLISHED + ui.STEP_PARAM] = lesson_id, str(n)
 title = page_title(step.slug, lang)
 
+base = (st.context.url or "").split("/lessons")[0].rstrip("/")     # this server, for shareable links
+
 # ---- the step -----------------------------------------------------------------------------
 with st.container(border=True, key="lesson-step"):
     st.subheader(t("step_header", n=n, total=total, page=title))
@@ -60,7 +62,7 @@ with st.container(border=True, key="lesson-step"):
     b2.button(t("next"), on_click=move, args=(1,), disabled=n == total, key="lesson-next")
     if not page.present:
         st.caption(t("link_here"))
-        st.code(ui.lesson_url(lesson.id, n, lang), language=None)
+        st.code(base + ui.lesson_url(lesson.id, n, lang), language=None)
 
 st.subheader(t("path_title"))
 st.markdown("\n".join(
@@ -72,7 +74,6 @@ st.markdown("\n".join(
 if not page.present:
     st.subheader(t("worksheet_title"))
     st.caption(t("worksheet_caption"))
-    base = (st.context.url or "").split("/lessons")[0].rstrip("/") if st.context.url else ""
     st.download_button(t("download_ws"), ui.worksheet(t, lesson, base), f"lesson-{lesson.id}-{lang}.md",
                        "text/markdown", icon="📝", key="ws-download")
     asked = st.session_state.setdefault("lessons.key_for", set())

@@ -58,7 +58,8 @@ def updates_figure(layer_names: list[str], attn: list[float], mlp: list[float], 
     ticks = [10.0 ** e for e in range(int(np.floor(lo)), int(np.ceil(hi)) + 1)]
     fig.update_yaxes(type="log", title_text=labels["y"], tickvals=ticks,
                      ticktext=[labels["fmt"](t, ",.0f") if t >= 1 else labels["fmt"](t, "g") for t in ticks])
-    fig.update_layout(title=labels["title"], barmode="group", height=380, legend=LEGEND)
+    fig.update_layout(title=labels["title"], barmode="group", height=420,
+                      legend=dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left"))
     fig.update_xaxes(type="category")
     return fig
 
