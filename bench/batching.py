@@ -3,10 +3,11 @@ scheduler (lib/decoding/batching.py) vs the same 8 run one after another, same p
 by side (sequential, batched, sequential, batched; the faster of each pair kept). Also
 whether every generation's tokens equal its run alone.
 
-    python -m bench --only batching          (or: python -m bench.batching)
+    python -m bench --only batching          (or: python -m bench.batching [rounds] [new tokens])
 """
 from __future__ import annotations
 
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -22,12 +23,12 @@ CONFIGS = [SamplingConfig(0.0), SamplingConfig(0.8, top_p=0.9)] * 4
 N_NEW = 16
 
 
-def measure(model, rounds: int = 2) -> dict:
+def measure(model, rounds: int = 2, n_new: int = N_NEW) -> dict:
     jobs = [(encode_prompt(model.tokenizer, p).ids, cfg, seed) for seed, (p, cfg) in enumerate(zip(PROMPTS, CONFIGS))]
 
     def one(job):
         ids, cfg, seed = job
-        return generate(model.engine, ids, cfg, seed, N_NEW)
+        return generate(model.engine, ids, cfg, seed, n_new)
 
     one(jobs[0])                                            # warm-up
     sched = batching.scheduler_for(model.engine)
@@ -36,11 +37,13 @@ def measure(model, rounds: int = 2) -> dict:
         t0 = time.perf_counter()
         alone = [one(j) for j in jobs]
         seq_s.append(time.perf_counter() - t0)
+        print(f"[batching] one after another: {seq_s[-1]:.1f} s", file=sys.stderr, flush=True)
         s0, r0 = sched.steps, sched.rows
         t0 = time.perf_counter()
         with ThreadPoolExecutor(len(jobs)) as pool:
             together = list(pool.map(one, jobs))
         bat_s.append(time.perf_counter() - t0)
+        print(f"[batching] batched: {bat_s[-1]:.1f} s", file=sys.stderr, flush=True)
         steps, rows = sched.steps - s0, sched.rows - r0
     n_tokens = sum(len(t) for t in alone)
     return {"batching_sessions": len(jobs), "batching_new_tokens": n_tokens,
@@ -56,4 +59,5 @@ if __name__ == "__main__":
 
     from lib.model import model_loader
 
-    print(json.dumps(measure(model_loader.load("bundled", "cpu"))))
+    rounds, n_new = (int(a) for a in (sys.argv[1:] + ["2", str(N_NEW)])[:2])
+    print(json.dumps(measure(model_loader.load("bundled", "cpu"), rounds, n_new)))

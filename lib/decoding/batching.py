@@ -30,7 +30,7 @@ import torch
 
 from lib.core.cache.protocol import PAD_POSITION, KVCacheProtocol
 
-GATHER_S = 0.01        # how long a step waits for seated sessions that have not asked yet
+GATHER_S = 0.03        # how long a step waits for seated sessions still sampling their last token
 ENABLED = os.environ.get("LLM_LAB_BATCHING", "1") != "0"
 
 

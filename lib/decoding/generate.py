@@ -106,8 +106,10 @@ def greedy(engine: Engine, prompt_ids: list[int], max_new_tokens: int,
 
 # ---- one-forward helpers -------------------------------------------------------------------
 def next_token_logits(engine: Engine, prompt_ids) -> torch.Tensor:
-    """The model's logits (V,) for the token after `prompt_ids`, as float32 on the CPU."""
-    logits, _ = prefill(engine, torch.tensor([list(prompt_ids)], device=engine.device))
+    """The model's logits (V,) for the token after `prompt_ids`, as float32 on the CPU
+    (batched with other sessions' work like `generate`)."""
+    with batching.seat(engine) as model:
+        logits, _ = prefill(model, torch.tensor([list(prompt_ids)], device=model.device))
     return logits[0].float().cpu()
 
 
