@@ -1,15 +1,32 @@
 # make run  : set up (first time), prepare the bundled model (first time), serve the app on :8501
-# make test : set up (first time), prepare the bundled model (first time), run every test
+# make test : install the test browser if missing, set up, prepare the model, run every test
 # make bench: the benchmark (prints a JSON object as its last line)
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
-VENV   := .venv
+#
+# Python: the first of python3.12 (Streamlit Community Cloud's default), python3.13,
+# python3.11 found on PATH; `make PYTHON=/path/to/python3.x ...` chooses another one.
+# VENV=.venv-3.12 keeps a second environment beside the first (.ci/run does).
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu installs torch's CPU-only build first.
+# A candidate must run (a pyenv shim for a version that is not selected does not); pyenv's
+# installed versions are tried too.
+PYTHON ?= $(shell for v in 3.12 3.13 3.11; do   for p in $$(command -v python$$v) $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v*/bin/python$$v 2>/dev/null); do     $$p -c "" 2>/dev/null && { echo $$p; exit 0; }; done; done)
+VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
+CHROMIUM     := /usr/bin/chromium
+BROWSER_DEBS := chromium fonts-noto-color-emoji
 
-.PHONY: setup model run test test-fast bench clean-model
+.PHONY: setup model run test test-fast bench browser clean-model
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+# The interpreter is checked only when the environment is first created.
+$(VENV)/.installed: requirements-app.txt requirements-dev.txt
+	@if [ ! -x $(PY) ]; then \
+	  test -n "$(PYTHON)" || { echo "No working python3.12, python3.13 or python3.11 found. Install one (Debian 12: sudo apt-get install -y python3 python3-venv), or run make PYTHON=/path/to/python3.x"; exit 1; }; \
+	  $(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 11) <= v <= (3, 13) else "$(PYTHON) is Python %d.%d: this project needs 3.11, 3.12 or 3.13" % v)' || exit 1; \
+	  $(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { echo "$(PYTHON) cannot make a virtual environment. Debian/Ubuntu: sudo apt-get install -y python3-venv (or python3.X-venv), then make again"; exit 1; }; \
+	  echo "Creating $(VENV) with $$($(PYTHON) --version) ($(PYTHON))"; \
+	  $(PYTHON) -m venv $(VENV) || exit 1; \
+	fi
+	$(if $(TORCH_INDEX),$(PY) -m pip install --disable-pip-version-check -q --index-url $(TORCH_INDEX) torch==2.13.0)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
 	touch $@
 
@@ -21,7 +38,21 @@ model: setup
 run: model
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
-test: model
+# Debian's chromium for the browser tests: installed with apt-get when running as root or with
+# passwordless sudo; otherwise stop at once (before the long set-up) with the command to run.
+browser:
+	@if [ -x $(CHROMIUM) ] && { ! command -v dpkg >/dev/null || dpkg -s fonts-noto-color-emoji >/dev/null 2>&1; }; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then \
+	  echo "The browser tests need Chromium at $(CHROMIUM) and there is no apt-get here: install it, or run 'make test-fast'."; exit 1; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else \
+	  echo "The browser tests need Debian's chromium. Run this once, then 'make test' again:"; \
+	  echo "    sudo apt-get install -y $(BROWSER_DEBS)"; exit 1; fi; \
+	echo "Installing $(BROWSER_DEBS) with apt-get (browser tests)"; \
+	$$SUDO apt-get update -qq && \
+	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_DEBS) >/dev/null && \
+	test -x $(CHROMIUM)
+
+test: browser model
 	$(PY) -m pytest
 
 test-fast: setup
