@@ -6,9 +6,7 @@ import streamlit as st
 
 from lib.decoding import generate
 from lib.ui import runtime
-from lib.reference import sampling_reference
-from lib.concepts.logit_bias import logit_bias as lb
-from lib.concepts.check_result import CheckResult
+from lib.concepts.logit_bias import checks, logit_bias as lb
 from lib.concepts.logit_bias import figures as plots
 from lib.decoding.sampling import EmptyDistribution, InvalidSamplingParameter, SamplingConfig, apply_bias
 from lib.decoding.generate import continuation, generated_ids
@@ -32,9 +30,9 @@ c1, c2 = left.columns(2)
 with_variants = page.state.checkbox("variants", t("variants_label"), True, help=t("variants_help"), container=c1)
 mode = page.state.select("mode", t("mode_label"), MODES, "first", format_func=lambda x: t(f"mode_{x}"),
                          help=t("mode_help"), container=c2)
-ban = page.state.checkbox("ban", t("ban_label"), True, help=t("ban_help"), container=right)
-b_slider = page.state.number_slider("b", t("b_label"), -10.0, 10.0, -5.0, step=0.5, help=t("b_help"), container=right)
-T = page.state.number_slider("T", t("t_label"), 0.25, 3.0, 1.0, step=0.05, help=t("t_help"), container=right)
+ban = page.state.checkbox("ban", t("ban_label"), False, help=t("ban_help"), container=right)
+b_slider = page.state.number_slider("b", t("b_label"), -10.0, 10.0, -3.0, step=0.5, help=t("b_help"), container=right)
+T = page.state.number_slider("T", t("t_label"), 0.25, 3.0, 0.5, step=0.05, help=t("t_help"), container=right)
 top_p = page.state.number_slider("p", t("p_label"), 0.05, 1.0, 0.9, step=0.01, help=t("p_help"), container=right)
 d1, d2, d3 = right.columns(3)
 decode = page.state.select("decode", t("decode_label"), DECODES, "greedy", format_func=lambda x: t(f"decode_{x}"),
@@ -68,7 +66,7 @@ st.dataframe({
     t("col_ids"): [", ".join(map(str, e.ids)) for e in entries],
     t("col_pieces"): [" | ".join(e.pieces) for e in entries],
     t("col_n"): [len(e.ids) for e in entries],
-    t("col_p"): [round(float(x), 5) for x in p_first],
+    t("col_p"): [t.num(float(x), ".5f") for x in p_first],
 }, hide_index=True)
 multi = [e for e in entries if len(e.ids) > 1]
 st.caption(t("tokens_caption_multi", n=len(multi), mode=t(f"mode_{mode}")) if multi else t("tokens_caption_single"))
@@ -78,32 +76,48 @@ target = max(first_ids, key=lambda i: p_first[first_ids.index(i)])
 target_text = token_text(m.tokenizer, target)
 change = runtime.cached(lb.top_change)(logits, bias, seq_bias, T, prompt.ids)
 change_tokens = token_texts(m.tokenizer, change.ids)
-b_text = "−∞" if b == -math.inf else f"{b:+g}"
-L = {k: t(f"change_{k}") for k in ("before", "after", "y")}
-L["title"] = t("change_title", b=b_text, T=T, n=len(bias) + len(seq_bias))
-page.figure(plots.change_figure(change_tokens, change.before, change.after, L), "probabilities",
-            {"token": change_tokens, "token_id": change.ids.tolist(), "p_without_bias": change.before.tolist(),
-             "p_with_bias": change.after.tolist()})
+b_text = "−∞" if b == -math.inf else t.num(b, "+g")
+top_after = int(change.ids[int(change.after.argmax())])
+options = list(dict.fromkeys([int(i) for i in change.ids[:4]] + [top_after]))   # by probability before the bias
+q_top = page.predict("top", t("q_top", b=b_text, tok=target_text), options, top_after,
+                     t("q_top_why", tok=token_text(m.tokenizer, top_after), p=float(change.after.max()),
+                       t0=change_tokens[0], p0=float(change.before[0])),
+                     format_func=lambda i: f"“{token_text(m.tokenizer, i)}”")
+if q_top:
+    L = {k: t(f"change_{k}") for k in ("before", "after", "y")}
+    L["title"] = t("change_title", b=b_text, T=T, n=len(bias) + len(seq_bias))
+    page.figure(plots.change_figure(change_tokens, change.before, change.after, L), "probabilities",
+                {"token": change_tokens, "token_id": change.ids.tolist(), "p_without_bias": change.before.tolist(),
+                 "p_with_bias": change.after.tolist()})
 
 odds = {o: runtime.cached(lb.odds_report)(logits, target, b, T, o) for o in (lb.BIAS_FIRST, lb.TEMPERATURE_FIRST)}
 r = odds[lb.BIAS_FIRST]
-st.markdown(t("odds_line", tok=target_text, b=b_text, T=T, p0=r.p_before, p1=r.p_after, m=r.measured,
-              e=r.effective, pred=r.predicted, m2=odds[lb.TEMPERATURE_FIRST].measured,
-              pred2=odds[lb.TEMPERATURE_FIRST].predicted))
-
-sweep = runtime.cached(lb.bias_sweep)(logits, target, T, SWEEP_B)
-L = {k: t(f"sweep_{k}") for k in ("pred_bias_first", "pred_temp_first", "bias_first", "temp_first", "x", "y")}
-L["title"] = t("sweep_title", tok=target_text, T=T)
-page.figure(plots.sweep_figure(sweep, T, b, L), "odds_vs_bias",
-            {"b": sweep.biases.tolist(), "log_odds_ratio_bias_then_T": sweep.bias_first.tolist(),
-             "log_odds_ratio_T_then_bias": sweep.temp_first.tolist()})
+if b != -math.inf:
+    shift = math.log(r.measured)
+    answer = "more" if abs(shift) > abs(b) * (1 + 1e-6) else "less" if abs(shift) < abs(b) * (1 - 1e-6) else "same"
+    q_odds = page.predict("odds", t("q_odds", b=b_text, T=T), ("less", "same", "more"), answer,
+                          t("q_odds_why", m=shift, b=b_text, T=T, e=r.effective,
+                            m2=math.log(odds[lb.TEMPERATURE_FIRST].measured)),
+                          format_func=lambda k: t(f"q_odds_{k}"))
+else:
+    q_odds = True
+if q_odds:
+    st.markdown(t("odds_line_ban" if b == -math.inf else "odds_line", tok=target_text, b=b_text, T=T, p0=r.p_before,
+                  p1=r.p_after, m=r.measured, e=r.effective, pred=r.predicted,
+                  m2=odds[lb.TEMPERATURE_FIRST].measured, pred2=odds[lb.TEMPERATURE_FIRST].predicted))
+    sweep = runtime.cached(lb.bias_sweep)(logits, target, T, SWEEP_B)
+    L = {k: t(f"sweep_{k}") for k in ("pred_bias_first", "pred_temp_first", "bias_first", "temp_first", "x", "y")}
+    L["title"] = t("sweep_title", tok=target_text, T=T)
+    page.figure(plots.sweep_figure(sweep, T, b, L), "odds_vs_bias",
+                {"b": sweep.biases.tolist(), "log_odds_ratio_bias_then_T": sweep.bias_first.tolist(),
+                 "log_odds_ratio_T_then_bias": sweep.temp_first.tolist()})
 
 st.markdown(f"**{t('order_title', p=top_p)}**")
 rows = runtime.cached(lb.order_table)(logits, bias, seq_bias, target, T, top_p, prompt.ids)
 st.dataframe({
     t("col_order"): [" → ".join(t(f"stage_{s}") for s in row.order if s != "min_p" and s != "top_k") for row in rows],
-    t("col_pt", tok=target_text): ["—" if row.p_target is None else f"{row.p_target:.5f}" for row in rows],
-    t("col_kept"): [t("nothing_left") if row.kept is None else f"{row.kept:,}" for row in rows],
+    t("col_pt", tok=target_text): ["—" if row.p_target is None else t.num(row.p_target, ".5f") for row in rows],
+    t("col_kept"): [t("nothing_left") if row.kept is None else t.num(row.kept, ",") for row in rows],
     t("col_top"): ["—" if row.top_token is None else token_text(m.tokenizer, row.top_token) for row in rows],
 }, hide_index=True)
 st.caption(t("order_caption"))
@@ -131,30 +145,10 @@ st.caption(t("gen_caption", d=t(f"decode_{decode}")))
 
 page.notice()
 
-# ---- live checks -------------------------------------------------------------------------
-single = tuple((e.ids, b) for e in entries if len(e.ids) == 1)
-hf_single = runtime.cached(sampling_reference.sequence_bias_max_diff)(logits, single or (((target,), b),), prompt.ids)
-hf_all = runtime.cached(sampling_reference.sequence_bias_max_diff)(logits, tuple((e.ids, b) for e in entries), prompt.ids)
-chain = runtime.cached(sampling_reference.pipeline_max_diff)(logits, SamplingConfig(T, top_p=top_p, bias=bias)) \
-    if bias else None
-banned_seqs = [(tok,) for tok, _ in bias] + [s for s, _ in seq_bias]
-hits = lb.completed_sequences(prompt.ids, generated_ids(biased), banned_seqs)
-tol = lb.odds_tolerance(logits, b, T)
-checks = [
-    CheckResult(t("check_odds", tok=target_text), r.target_err <= tol,
-                t("check_odds_detail", m=r.measured, pred=r.predicted, e=r.effective, n=r.n_pairs, err=r.target_err,
-                  tol=tol)),
-    CheckResult(t("check_others", n=r.n_pairs), r.others_err <= tol, t("check_others_detail", err=r.others_err, tol=tol)),
-    CheckResult(t("check_order_t"), odds[lb.TEMPERATURE_FIRST].target_err <= tol and r.target_err <= tol,
-                t("check_order_t_detail", T=T, a=r.effective, b=odds[lb.TEMPERATURE_FIRST].effective, tol=tol)),
-    CheckResult(t("check_hf"), hf_single == 0.0 and hf_all == 0.0,
-                t("check_hf_detail", n=len(single), d=hf_single, m=len(entries), d2=hf_all)),
-]
-if chain is not None:
-    checks.append(CheckResult(t("check_chain"), chain <= 1e-6, t("check_chain_detail", d=chain, T=T, p=top_p)))
-if b == -math.inf:
-    checks.append(CheckResult(t("check_ban", n=len(biased)), hits == 0, t("check_ban_detail", k=len(banned_seqs), hits=hits)))
-page.checks(checks)
+# ---- live checks (lib/concepts/logit_bias/checks.py) --------------------------------------
+inputs = runtime.cached(checks.check_inputs)(logits, tuple(entries), b, T, top_p, mode, target, prompt.ids,
+                                             tuple(generated_ids(biased)))
+page.checks(checks.page_checks(inputs, target_text, t))
 page.try_this()
 page.code(apply_bias, lb.bias_settings, lb.odds_report, lb.word_tokens)
 page.sources()

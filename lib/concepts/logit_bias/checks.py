@@ -1,0 +1,87 @@
+"""The logit-bias page's live checks. Each compares the sampling pipeline's real output
+(lib.decoding.sampling.apply_bias inside run_pipeline) with something independent: the odds
+formula e^(b/T) or e^b, transformers' SequenceBiasLogitsProcessor and processor chain, and the
+generated tokens themselves.
+
+    inputs = check_inputs(logits, entries, b, T, top_p, mode, target, prompt_ids, biased_ids)
+    results = page_checks(inputs, target_text, t)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from lib.concepts.check_result import CheckResult
+from lib.concepts.logit_bias import logit_bias as lb
+from lib.decoding.sampling import SamplingConfig
+from lib.reference import sampling_reference
+
+CHAIN_TOL = 1e-6     # max |Δp| between our pipeline and transformers' chained processors (float32)
+HF_TOL = 0.0         # biased logits: adding b in float32 is exact arithmetic on both sides
+
+
+@dataclass(frozen=True)
+class CheckInputs:
+    b: float
+    temperature: float
+    top_p: float
+    odds_bias_first: lb.OddsReport
+    odds_temp_first: lb.OddsReport
+    tol: float                 # odds_tolerance (float32 rounding of the scaled logits)
+    n_single: int              # single-token spellings compared with SequenceBias
+    n_entries: int
+    hf_single: float
+    hf_all: float
+    chain: float | None        # None: no single-token bias to chain
+    n_generated: int
+    banned: int                # banned ids / sequences
+    hits: int                  # banned sequences completed by a generated token
+
+
+def check_inputs(logits: torch.Tensor, entries, b: float, temperature: float, top_p: float, mode: str,
+                 target: int, prompt_ids, biased_ids) -> CheckInputs:
+    bias, seq_bias = lb.bias_settings(list(entries), b, mode)
+    single = tuple((e.ids, b) for e in entries if len(e.ids) == 1)
+    hf_single = sampling_reference.sequence_bias_max_diff(logits, single or (((target,), b),), prompt_ids)
+    hf_all = sampling_reference.sequence_bias_max_diff(logits, tuple((e.ids, b) for e in entries), prompt_ids)
+    chain = (sampling_reference.pipeline_max_diff(logits, SamplingConfig(temperature, top_p=top_p, bias=bias))
+             if bias else None)
+    banned = [(tok,) for tok, _ in bias] + [s for s, _ in seq_bias]
+    return CheckInputs(
+        b, temperature, top_p,
+        lb.odds_report(logits, target, b, temperature, lb.BIAS_FIRST),
+        lb.odds_report(logits, target, b, temperature, lb.TEMPERATURE_FIRST),
+        lb.odds_tolerance(logits, b, temperature), len(single), len(entries), hf_single, hf_all, chain,
+        len(biased_ids), len(banned), lb.completed_sequences(prompt_ids, biased_ids, banned))
+
+
+def page_checks(inp: CheckInputs, target_text: str, t) -> list[CheckResult]:
+    r, r2, tol = inp.odds_bias_first, inp.odds_temp_first, inp.tol
+    ban = inp.b == -math.inf
+    if ban:
+        odds = CheckResult(t("check_odds_ban", tok=target_text), r.target_err == 0 and r.p_after == 0,
+                           t("check_odds_ban_detail", p0=r.p_before, p1=r.p_after, n=r.n_pairs, m=r.target_err))
+    else:
+        odds = CheckResult(t("check_odds", tok=target_text), r.target_err <= tol,
+                           t("check_odds_detail", m=r.measured, pred=r.predicted, e=r.effective, n=r.n_pairs,
+                             err=r.target_err, tol=tol))
+    checks = [
+        odds,
+        CheckResult(t("check_others", n=r.n_pairs), r.others_err <= tol,
+                    t("check_others_detail", err=r.others_err, tol=tol)),
+    ]
+    if not ban:
+        checks.append(CheckResult(t("check_order_t"), r2.target_err <= tol and r.target_err <= tol,
+                                  t("check_order_t_detail", T=inp.temperature, a=r.effective, b=r2.effective,
+                                    ma=math.log(r.measured), mb=math.log(r2.measured), tol=tol)))
+    checks.append(CheckResult(t("check_hf"), inp.hf_single <= HF_TOL and inp.hf_all <= HF_TOL,
+                              t("check_hf_detail", n=inp.n_single, d=inp.hf_single, m=inp.n_entries, d2=inp.hf_all)))
+    if inp.chain is not None:
+        checks.append(CheckResult(t("check_chain"), inp.chain <= CHAIN_TOL,
+                                  t("check_chain_detail", d=inp.chain, T=inp.temperature, p=inp.top_p, tol=CHAIN_TOL)))
+    if ban:
+        checks.append(CheckResult(t("check_ban", n=inp.n_generated), inp.hits == 0,
+                                  t("check_ban_detail", k=inp.banned, hits=inp.hits)))
+    return checks
