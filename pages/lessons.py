@@ -19,14 +19,14 @@ for name in (ui.LESSON_PARAM, ui.STEP_PARAM):
         st.session_state.pop(page.state._key(name), None)
 
 # ---- overview -----------------------------------------------------------------------------
-st.subheader(t("overview_title"))
-cols = st.columns(len(LESSONS))
-for col, lesson in zip(cols, LESSONS):
-    with col.container(border=True):
-        st.markdown(f"### {lesson.icon} {t(f'lesson_{lesson.id}_title')}")
-        st.caption(f"⏱️ {t('minutes_fmt', m=lesson.minutes)} · {t('steps_fmt', n=len(lesson.steps))}")
-        st.markdown(t(f"lesson_{lesson.id}_summary"))
-        st.markdown("\n".join(f"{n}. {page_title(s.slug, lang)}" for n, s in enumerate(lesson.steps, 1)))
+if not page.present:                     # on a projector the current step comes first
+    st.subheader(t("overview_title"))
+    for col, lesson in zip(st.columns(len(LESSONS)), LESSONS):
+        with col.container(border=True):
+            st.markdown(f"**{lesson.icon} {t(f'lesson_{lesson.id}_title')}**")
+            st.caption(f"⏱️ {t('minutes_fmt', m=lesson.minutes)} · {t('steps_fmt', n=len(lesson.steps))}")
+            st.markdown(t(f"lesson_{lesson.id}_summary"))
+            st.markdown("\n".join(f"{n}. {page_title(s.slug, lang)}" for n, s in enumerate(lesson.steps, 1)))
 
 lesson_id = page.state.select(ui.LESSON_PARAM, t("lesson_label"), tuple(BY_ID), LESSONS[0].id,
                               format_func=lambda i: f"{BY_ID[i].icon} {t(f'lesson_{i}_title')} "

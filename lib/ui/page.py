@@ -105,7 +105,11 @@ class ConceptPage:
         st.subheader(self.c(key))
 
     def controls(self):
-        """The controls section: returns (left, right) columns, the wide one for the prompt."""
+        """The controls section: returns (left, right) columns, the wide one for the prompt.
+        In the presenter view the controls fold into a closed expander, so the first screen
+        shows the question and the key figure, not the widgets."""
+        if self.present:
+            return st.expander(f"⚙️ {self.c('controls')}", expanded=False).columns([3, 2])
         self.section("controls")
         return st.columns([3, 2])
 

@@ -14,7 +14,7 @@ VIEW_PARAM, PRESENT = "view", "present"
 STATE_KEY = "present"
 
 PRESENT_CSS = """<style>
-.stMainBlockContainer { max-width: 100% !important; padding: 1.5rem 2rem 2rem 2rem !important; }
+.stMainBlockContainer { max-width: 100% !important; padding: 3.5rem 2rem 2rem 2rem !important; }
 .stMarkdown p, .stMarkdown li, .stCaption p, .stAlert p { font-size: 1.35rem !important; line-height: 1.5 !important; }
 h1 { font-size: 2.8rem !important; } h2, h3 { font-size: 2.0rem !important; }
 .stMarkdown table { display: block; max-width: 100%; overflow-x: auto; font-size: 1.1rem !important; }
