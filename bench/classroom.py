@@ -112,6 +112,10 @@ def diff_queries(n: int = 30) -> list[str]:
     return [urllib.parse.urlencode({"prompt": f"The capital of {SUBJECTS[i % len(SUBJECTS)]} is"}) for i in range(n)]
 
 
+def _say(msg: str) -> None:
+    print(f"[classroom {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
 def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool = False) -> dict:
     from lib.ui.visitor import class_of, visit
 
@@ -123,7 +127,9 @@ def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool
     proc, url = start_server(port, env, log)
     rss = PeakRss(proc.pid)
     try:
+        _say(f"server up at {url}; settling {settle_s:.0f} s")
         time.sleep(settle_s)
+        _say("mix: %d sessions over %d pages" % (sessions, MIX_PAGES))
         out["class_load_avg_start"] = os.getloadavg()[0]
         pages = mix_pages()
         mix = class_of(url, [(pages[i % len(pages)], "") for i in range(sessions)])
@@ -133,13 +139,16 @@ def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool
         out["class_mix_p95_s"] = round(p95([v.seconds for v in mix]), 2)
         out["class_mix_crashes"] = [f"{v.page}: {v.failure or (v.exceptions or ['page not found' if v.page_not_found else 'unfinished'])[0]}"[:200]
                                     for v in crashed][:5]
+        _say(f"mix done: {out['class_mix_crashed']} crashed, p95 {out['class_mix_p95_s']} s; single session")
         single = visit(url, "temperature", "")
         out["class_single_s"] = round(single.seconds, 2)
+        _say(f"single {single.seconds:.1f} s; same: {sessions} x temperature")
         same = class_of(url, [("temperature", "")] * sessions)
         out["class_same_p95_s"] = round(p95([v.seconds for v in same]), 2)
         out["class_same_crashed"] = sum(v.crashed for v in same)
         one = visit(url, "temperature", urllib.parse.urlencode({"prompt": "A quiet morning in the village of"}))
         out["class_single_diff_s"] = round(one.seconds, 2)
+        _say(f"same p95 {out['class_same_p95_s']} s; diff: {sessions} prompts")
         diff = class_of(url, [("temperature", q) for q in diff_queries(sessions)])
         out["class_diff_p95_s"] = round(p95([v.seconds for v in diff]), 2)
         out["class_diff_median_s"] = round(statistics.median(v.seconds for v in diff), 2)
