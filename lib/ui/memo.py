@@ -7,7 +7,9 @@ For one key (function, its arguments' values, the model's key):
                          result (or the same exception): thirty identical sessions compute once;
 3. in the cache folder (same code version) -> loaded (a restarted server shows defaults at once);
 4. otherwise          -> computed inside `model_work()` (so a timed measurement elsewhere runs
-                         alone), stored in memory and on disk.
+                         alone), at most `LLM_LAB_WORKERS` computations at once (default: half
+                         the cores, at least 2: bounds the class's transient memory), then
+                         stored in memory and on disk.
 Memory is one LRU over all functions with a total byte budget (`LLM_LAB_RESULT_CACHE_MB`,
 default 192) and, per function, at most `max_entries` results. Results are shared between
 sessions: treat them as read-only. Each script run collects where its results came from
@@ -27,6 +29,28 @@ from lib.ui import result_store
 from lib.ui.result_store import Provenance, ResultStore, nbytes
 
 BUDGET_BYTES = int(float(os.environ.get("LLM_LAB_RESULT_CACHE_MB", "192")) * 2**20)
+# At most this many computations at once: more only multiplies the transient memory (each holds
+# its activations) on a machine whose cores are already busy; the rest wait their turn.
+WORKERS = int(os.environ.get("LLM_LAB_WORKERS", "0")) or max(2, (os.cpu_count() or 2) // 2)
+_workers = threading.BoundedSemaphore(WORKERS)
+
+
+def _libc():
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+
+
+LIBC = _libc()
+
+
+def trim_memory() -> None:
+    """Give freed heap memory back to the system (glibc keeps it per thread arena otherwise)."""
+    if LIBC is not None:
+        LIBC.malloc_trim(0)
 
 
 @dataclass
@@ -148,10 +172,13 @@ class Memo:
             else:
                 if self.before_compute is not None:
                     self.before_compute()
-                t0 = time.perf_counter()
-                with model_work():
-                    flight.value = self.fn(*args, **kwargs)
-                flight.prov = Provenance.now(time.perf_counter() - t0)
+                with _workers:
+                    t0 = time.perf_counter()
+                    with model_work():
+                        flight.value = self.fn(*args, **kwargs)
+                    flight.prov = Provenance.now(time.perf_counter() - t0)
+                if flight.prov.seconds > 0.2:
+                    trim_memory()
                 stats["computed"] += 1
             size = nbytes(flight.value)
             MEMORY.put(k, flight.value, size, flight.prov, self.max_entries)

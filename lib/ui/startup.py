@@ -97,6 +97,15 @@ def _lazy_imports() -> list[str]:
 lazy_missing: list[str] = []
 
 
+def _few_malloc_arenas(n: int = 2) -> None:
+    """glibc gives every thread that allocates its own heap arena (up to 8 per core), and thirty
+    session threads then hold thirty half-empty heaps: cap them (like MALLOC_ARENA_MAX=2)."""
+    from lib.ui.memo import LIBC
+
+    if LIBC is not None:
+        LIBC.mallopt(-8, n)          # M_ARENA_MAX
+
+
 def once() -> None:
     """Run the start-of-server work exactly once; concurrent callers wait until it is done."""
     global _done, import_seconds
@@ -106,6 +115,7 @@ def once() -> None:
         if _done:
             return
         t0 = time.perf_counter()
+        _few_malloc_arenas()
         _heavy_imports()
         lazy_missing[:] = _lazy_imports()
         import_seconds = time.perf_counter() - t0
