@@ -23,3 +23,27 @@ def test_concurrent_sessions_match_sequential(real_model):
     with ThreadPoolExecutor(len(JOBS)) as pool:
         together = list(pool.map(lambda j: run(real_model, j), JOBS * 2))
     assert together == alone * 2
+
+
+def test_shared_results_are_computed_once_for_a_class(real_model, tmp_path, monkeypatch):
+    """Eight sessions asking runtime.cached for the same continuation at once: one computation,
+    the same result for all, equal to the uncached one (lib.ui.memo single-flight)."""
+    from lib.ui import memo
+    from lib.ui.result_store import ResultStore
+    from lib.ui.runtime import _arg_key
+
+    monkeypatch.setattr(memo, "STORE", ResultStore(tmp_path))
+    monkeypatch.setattr(memo, "MEMORY", memo.Memory())
+    calls = []
+
+    def counted(engine, ids, cfg, seed, n):
+        calls.append(1)
+        return continuation(engine, ids, cfg, seed, n)
+
+    shared = memo.Memo(counted, _arg_key)
+    ids = tuple(real_model.tokenizer("Once upon a time")["input_ids"])
+    alone = [s.token for s in continuation(real_model.engine, ids, SamplingConfig(0.9), 1, 8)]
+    with ThreadPoolExecutor(8) as pool:
+        outs = list(pool.map(lambda _: shared(real_model.engine, ids, SamplingConfig(0.9), 1, 8), range(8)))
+    assert len(calls) == 1
+    assert all([s.token for s in o] == alone for o in outs)
