@@ -95,8 +95,30 @@ def fn_module(fn) -> str:
     return getattr(fn, "__module__", None) or "?"
 
 
+def _outside_lib_file(fn) -> Path | None:
+    """The source file of a function defined outside lib (a page script runs as __main__)."""
+    if fn_module(fn).startswith("lib."):
+        return None
+    code = getattr(fn, "__code__", None)
+    return Path(code.co_filename) if code is not None and Path(code.co_filename).is_file() else None
+
+
 def fn_name(fn) -> str:
-    return f"{fn_module(fn)}.{getattr(fn, '__qualname__', getattr(fn, '__name__', repr(fn)))}"
+    qual = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+    outside = _outside_lib_file(fn)
+    return f"{outside.stem}.{qual}" if outside is not None else f"{fn_module(fn)}.{qual}"
+
+
+def fn_version(fn) -> str:
+    """code_version of the function's module; for a function defined in a page, a hash of that
+    page's source and of every lib module it imports."""
+    outside = _outside_lib_file(fn)
+    if outside is None:
+        return code_version(fn_module(fn))
+    h = hashlib.sha256(outside.read_bytes())
+    for m in sorted(_imports(outside, "__main__")):
+        h.update(code_version(m).encode())
+    return h.hexdigest()[:16]
 
 
 # ---- sizes -------------------------------------------------------------------------------------
@@ -162,7 +184,7 @@ class ResultStore:
         self.enabled = os.environ.get("LLM_LAB_PERSIST", "1") != "0"
 
     def path(self, fn, key) -> Path:
-        return self.root / fn_name(fn) / code_version(fn_module(fn)) / f"{key_digest(key)}.pkl"
+        return self.root / fn_name(fn) / fn_version(fn) / f"{key_digest(key)}.pkl"
 
     def load(self, fn, key):
         """(value, Provenance) or None. A stored key that differs (a hash collision) or an

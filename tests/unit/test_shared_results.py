@@ -140,3 +140,14 @@ def test_provenance_caption_says_where_results_came_from():
     p = Provenance(0.0, "box", -1, 1.5, 0.7, 2)
     text = caption_text([memo.Used("f", "disk", p), memo.Used("g", "computed", Provenance.now(2.0))], lang="en")
     assert "cache folder" in text and "on box" in text and "computed now" in text and "load" in text
+
+
+def test_a_function_defined_in_a_page_is_versioned_by_that_page(tmp_path):
+    page = tmp_path / "some-page.py"
+    page.write_text("from lib.decoding import generate\ndef f(x):\n    return x\n")
+    ns = {"__name__": "__main__"}
+    exec(compile(page.read_text(), str(page), "exec"), ns)
+    v1, name = result_store.fn_version(ns["f"]), result_store.fn_name(ns["f"])
+    assert name == "some-page.f"
+    page.write_text(page.read_text() + "# edited\n")
+    assert result_store.fn_version(ns["f"]) != v1
