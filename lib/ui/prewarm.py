@@ -88,12 +88,8 @@ def default_visits() -> list[tuple[str, str]]:
     from lib.concepts.catalog import CONCEPTS, PAGES_DIR
 
     pages = [c.slug for c in CONCEPTS if c.exists]
-    try:
-        from lib.ui.shell import TEACHING_PAGES      # lessons, life of a token, glossary (if present)
-
-        pages += [slug for slug, _ in TEACHING_PAGES if (PAGES_DIR / f"{slug}.py").exists()]
-    except ImportError:
-        pass
+    # teaching pages (lessons, life of a token, glossary...): every other page file but home
+    pages += sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem not in pages and p.stem != "home")
     return [(p, "") for p in pages] + [(p, "lang=id") for p in pages]
 
 
