@@ -3,7 +3,6 @@
 sample. Widgets and layout only: the trace is lib/concepts/life_of_a_token/trace.py."""
 import math
 
-import numpy as np
 import streamlit as st
 
 from lib.concepts.catalog import PAGES_DIR
@@ -82,13 +81,13 @@ n_local = sum(w is not None for w in spec.windows)
 st.markdown(t("layers_text", L=spec.n_layers, local=n_local, glob=spec.n_layers - n_local,
               H=spec.n_heads, Hkv=spec.n_kv_heads, attn=g("attention"), mlp=g("mlp"), kv=g("kv_cache"),
               layer=g("layer"), resid=g("residual_stream")))
-rows = np.stack([lay.last_row.mean(0) for lay in tr.layers])                      # (L, T)
+rows = lt.last_token_attention(tr)                                               # (L, T)
 page.figure(plots.attention_stack_figure(rows, layer_names, tokens,
                                          {"title": t("fig_stack_title", tok=tokens[-1]), "x": t("fig_key"),
                                           "y": t("fig_layer"), "value": t("fig_weight")}),
             "attention_by_layer", {"layer": list(range(spec.n_layers)),
                                    **{f"key{j}": rows[:, j].tolist() for j in range(n_tok)}})
-first_mass = float(rows[:, 0].mean())
+first_mass = lt.first_token_share(tr)
 st.caption(t("stack_caption", share=first_mass, bos=tokens[0]))
 
 kib = [lay.cache_bytes_total / 1024 for lay in tr.layers]
@@ -121,19 +120,17 @@ page.figure(plots.layer_detail_figure(lay.attn, tokens, heads, {"title": t("fig_
                                         **{f"key{j}": lay.attn[:, :, j].reshape(-1).tolist() for j in range(n_tok)}})
 ent = [lt.entropy_bits(lay.last_row[h]) for h in range(spec.n_heads)]
 st.caption(t("detail_caption", lo=min(ent), hi=max(ent), ent=g("entropy")))
-top_ch = int(np.abs(lay.mlp_act).argmax())
+pk = lt.peak(lay.mlp_act)
 page.figure(plots.vector_figure(lay.mlp_act, t("fig_mlp_title", l=layer, I=lay.mlp_act.shape[0], tok=tokens[-1]),
                                 t("fig_channel"), t("fig_value"), "#e0701b"),
             f"mlp_layer{layer}", {"channel": list(range(lay.mlp_act.shape[0])), "value": lay.mlp_act.tolist()})
-st.caption(t("mlp_caption", ch=top_ch, v=float(lay.mlp_act[top_ch]),
-             ratio=float(np.abs(lay.mlp_act).max() / max(np.median(np.abs(lay.mlp_act)), 1e-12)),
-             out=g("outlier")))
+st.caption(t("mlp_caption", ch=pk.channel, v=pk.value, ratio=pk.ratio, out=g("outlier")))
 concept_link("activation-outliers")
 
 # ---- 4. final norm ------------------------------------------------------------------------
 stage(4, "final")
 st.markdown(t("final_text", D=D, norm=g("rmsnorm"), before=tr.layers[-1].resid_norm,
-              after=float(np.linalg.norm(tr.final))))
+              after=lt.norm(tr.final)))
 page.figure(plots.vector_figure(tr.final, t("fig_final_title", D=D), t("fig_dim"), t("fig_value")),
             "final_hidden", {"dim": list(range(D)), "value": tr.final.tolist()})
 

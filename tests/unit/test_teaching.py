@@ -137,3 +137,15 @@ def test_steps_sharing_an_answer_function_ask_for_the_same_values():
             names = {f for _, f, _, _ in string.Formatter().parse(texts[f"{lesson.id}_{n}_answer"]) if f}
             fields.setdefault(step.answer, set()).update(names)
     assert all(fields.values())
+
+
+def test_peak_and_first_token_share(tiny):
+    from lib.concepts.life_of_a_token.trace import first_token_share, last_token_attention, peak
+
+    p = peak(np.array([0.1, -0.2, 5.0, 0.3, -0.1]))
+    assert (p.channel, p.value) == (2, 5.0) and p.ratio == pytest.approx(5.0 / 0.2)
+    tr = trace_token(tiny, (1, 5, 9, 14), SamplingConfig(temperature=1.0), seed=0)
+    rows = last_token_attention(tr)
+    assert rows.shape == (tiny.spec.n_layers, 4)
+    np.testing.assert_allclose(rows.sum(1), 1.0, atol=1e-5)
+    assert first_token_share(tr) == pytest.approx(float(rows[:, 0].mean()))

@@ -119,3 +119,31 @@ def entropy_bits(row: np.ndarray) -> float:
     """Entropy in bits of one attention row (or any distribution)."""
     p = row[row > 0]
     return float(-(p * np.log2(p)).sum())
+
+
+def last_token_attention(trace: TokenTrace) -> np.ndarray:
+    """(L, T): how much the last prompt token attends to each token, per layer (mean over heads)."""
+    return np.stack([lay.last_row.mean(0) for lay in trace.layers])
+
+
+@dataclass
+class Peak:
+    channel: int                # index of the largest |value|
+    value: float
+    ratio: float                # |value| / median |x|: how far it stands out
+
+
+def peak(x: np.ndarray) -> Peak:
+    """The channel of largest magnitude in a vector and how many medians it is."""
+    a = np.abs(x)
+    i = int(a.argmax())
+    return Peak(i, float(x[i]), float(a[i] / max(float(np.median(a)), 1e-12)))
+
+
+def norm(x: np.ndarray) -> float:
+    return float(np.linalg.norm(x))
+
+
+def first_token_share(trace: TokenTrace) -> float:
+    """Mean over layers (and heads) of the last token's attention on the first token (BOS)."""
+    return float(last_token_attention(trace)[:, 0].mean())
