@@ -5,7 +5,7 @@ from lib.core.cache import policy as cp
 from lib.concepts.sliding_window import fact_distance
 from lib.concepts.cache_policies import policy_checks
 from lib.ui import runtime
-from lib.concepts.check_result import CheckResult
+from lib.concepts.sliding_window import checks, ring_check
 from lib.model.long_text import long_text
 from lib.concepts.sliding_window import figures as plots
 from lib.ui.page import ConceptPage
@@ -17,6 +17,7 @@ NEUTRAL = "Remember this: the weather today is mild."
 QUESTION = "\nQuestion: What is the secret password?\nAnswer: The secret password is"
 ANSWER = " tulip"
 PARITY_TOKENS, PARITY_WINDOW = 24, 8                    # eviction-vs-mask check: small and quick
+RING_CHUNK = 32                                         # the ring check feeds the long text 32 tokens at a time
 
 page = ConceptPage("sliding-window")
 t = page.t
@@ -87,15 +88,36 @@ bar.empty()
 marks = {t("fact_mark_w", w=W): W}
 if w_local and w_local <= max(distances):
     marks[t("fact_mark_local", w_local=w_local)] = w_local
-fig = plots.fact_figure(distances, {k: r.prob.tolist() for k, r in results.items()}, p_ctrl, marks,
-                        {"title": t("fact_title", answer=ANSWER.strip()), "x": t("fact_x"), "y": t("fact_y"),
-                         "control": t("fact_control")})
-table = {t("fact_table_distance"): list(distances)}
-table.update({f"p: {k}": r.prob.tolist() for k, r in results.items()})
-table.update({t("fact_table_rank", name=k): (r.rank + 1).tolist() for k, r in results.items()})
-page.figure(fig, "fact_distance", table)
-st.dataframe(table, hide_index=True)
-st.caption(t("fact_caption", p=p_ctrl, rank=r_ctrl + 1))
+far = max(distances)
+hyb_rank = int(results[hybrid_name].rank[-1])
+ranks = {k: int(r.rank[-1]) + 1 for k, r in results.items()}
+if page.predict("fact", t("predict_fact_q", d=far, w=W, answer=ANSWER.strip()), ("top", "not_top"),
+                "top" if hyb_rank == 0 else "not_top",
+                t("predict_fact_why", d=far, own=ranks[own_name], hyb=ranks[hybrid_name], all=ranks[all_name],
+                  p_own=float(results[own_name].prob[-1]), p_hyb=float(results[hybrid_name].prob[-1]),
+                  p_all=float(results[all_name].prob[-1]), p0=p_ctrl),
+                format_func=lambda o: t(f"predict_fact_{o}")):
+    fig = plots.fact_figure(distances, {k: r.prob.tolist() for k, r in results.items()}, p_ctrl, marks,
+                            {"title": t("fact_title", answer=ANSWER.strip()), "x": t("fact_x"), "y": t("fact_y"),
+                             "control": t("fact_control")})
+    table = {t("fact_table_distance"): list(distances)}
+    table.update({t("fact_table_p", name=k): r.prob.tolist() for k, r in results.items()})
+    table.update({t("fact_table_rank", name=k): (r.rank + 1).tolist() for k, r in results.items()})
+    page.figure(fig, "fact_distance", table)
+    shown = {t("fact_table_distance"): [t.num(d) for d in distances]}
+    shown.update({t("fact_table_p", name=k): [t.num(p, ".3f") for p in r.prob] for k, r in results.items()})
+    shown.update({t("fact_table_rank", name=k): [t.num(int(x) + 1, ",") for x in r.rank] for k, r in results.items()})
+    st.dataframe(shown, hide_index=True, width="stretch")
+    st.caption(t("fact_caption", p=p_ctrl, rank=r_ctrl + 1))
+    fit = fact_distance.agreement(probe, [r.prob for r in results.values()], distances, W)
+    if fit.last_fit is not None:
+        st.caption(t("fact_fit", d=fit.last_fit, n=fit.fit_tokens, w=W, diff=fit.fit_spread))
+    if fit.first_out is not None:
+        ps = fit.out_probs
+        st.caption(t("fact_out_same" if max(ps) - min(ps) <= checks.SAME_TOL else "fact_out_differ",
+                     d=fit.first_out, n=len(probe.fact_ids) + fit.first_out, w=W, p0=ps[0], p1=ps[1], p2=ps[2]))
+else:
+    fit = fact_distance.agreement(probe, [r.prob for r in results.values()], distances, W)
 
 page.notice()
 
@@ -104,21 +126,14 @@ zero_ids = probe.fact_ids + probe.filler_ids[:fact_distance.filler_for(probe, W 
 zero = runtime.cached(policy_checks.evicted_attention)(m.engine, zero_ids, cp.window(W))
 par_policy = cp.window(PARITY_WINDOW, "local" if w_local else "all")
 par = runtime.cached(policy_checks.eviction_matches_mask)(m.engine, zero_ids[:PARITY_TOKENS], par_policy)
-near = [r.prob[0] for r in results.values()]
-checks = [
-    CheckResult(t("check_zero", w=W, n=len(zero_ids)), zero.pairs > 0 and zero.max_weight == 0.0 and zero.row_sum_err < 1e-4,
-                t("check_zero_detail", pairs=zero.pairs, mx=zero.max_weight, sum_err=zero.row_sum_err)),
-    CheckResult(t("check_evict", w=PARITY_WINDOW, n=PARITY_TOKENS), par.rel_diff <= 1e-5,
-                t("check_evict_detail", n=PARITY_TOKENS, d=par.max_diff, s=par.scale, r=par.rel_diff,
-                  held=par.held, full=par.full)),
-    CheckResult(t("check_bytes", kv=spec.n_kv_heads, hd=spec.head_dim, b=bpe), par.measured_bytes == par.formula_bytes,
-                t("check_bytes_detail", measured=par.measured_bytes, formula=par.formula_bytes)),
-]
-if distances[0] < W:
-    checks.append(CheckResult(t("check_same", d=distances[0], w=W), max(near) - min(near) <= 1e-6,
-                              t("check_same_detail", p0=near[0], p1=near[1], p2=near[2], diff=max(near) - min(near))))
-page.checks(checks)
+if w_local:
+    ring_ids = (probe.fact_ids + probe.filler_ids)[:w_local + 3 * RING_CHUNK]
+    with st.spinner(t("ring_running", n=len(ring_ids), w=w_local)):
+        ring = runtime.cached(ring_check.ring_matches_dense)(m.engine, ring_ids, RING_CHUNK)
+    page.checks(checks.page_checks(zero, par, ring, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t))
+else:
+    page.checks(checks.page_checks(zero, par, None, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t))
 page.try_this()
-page.code(cp.visible, cp.kv_bytes, fact_distance.answer_prob, policy_checks.evicted_attention)
+page.code(cp.visible, cp.kv_bytes, fact_distance.answer_prob, ring_check.ring_matches_dense)
 page.sources()
 page.finish()

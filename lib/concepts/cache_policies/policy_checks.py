@@ -23,6 +23,7 @@ class ZeroAttention:
     pairs: int          # evicted (layer, head, query, key) entries checked
     max_weight: float   # largest attention weight among them (0.0 when eviction is exact)
     row_sum_err: float  # max |sum of a row - 1|
+    n_tokens: int = 0   # length of the text checked
 
 
 @torch.inference_mode()
@@ -43,7 +44,7 @@ def evicted_attention(engine, ids: tuple[int, ...], policy: CachePolicy) -> Zero
         if gone.any():
             mx = max(mx, float(p[:, gone].max()))
         err = max(err, float((p.sum(-1) - 1).abs().max()))
-    return ZeroAttention(pairs, mx, err)
+    return ZeroAttention(pairs, mx, err, N)
 
 
 @dataclass

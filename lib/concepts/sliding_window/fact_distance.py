@@ -87,3 +87,26 @@ def answer_prob_without_fact(engine, probe: FactProbe, neutral_ids: tuple[int, .
     logits = engine.forward(torch.tensor([ids], device=engine.device), engine.new_cache(1, len(ids)))
     p = torch.softmax(logits[0, -1].float(), -1)
     return float(p[probe.answer_id]), int((p > p[probe.answer_id]).sum())
+
+
+@dataclass
+class Agreement:
+    """Where the three layouts must agree and where they part, from this run's numbers."""
+    last_fit: int | None        # largest distance whose whole prompt (BOS, fact, filler, question) fits in W
+    fit_tokens: int             # that prompt's length
+    fit_spread: float           # max − min p(answer) over the layouts there
+    first_out: int | None       # smallest distance whose prompt no longer fits
+    out_probs: tuple[float, ...]  # p(answer) of each layout there
+
+
+def agreement(probe: FactProbe, probs: list[np.ndarray], distances, W: int) -> Agreement:
+    """probs: one (D,) array of p(answer) per layout, over `distances` (sorted)."""
+    P = np.stack(probs)                                                       # (layouts, D)
+    n_fact = len(probe.fact_ids)
+    fit = [i for i, d in enumerate(distances) if n_fact + d <= W]
+    out = [i for i, d in enumerate(distances) if n_fact + d > W]
+    i = fit[-1] if fit else None
+    j = out[0] if out else None
+    return Agreement(None if i is None else int(distances[i]), 0 if i is None else n_fact + int(distances[i]),
+                     0.0 if i is None else float(P[:, i].max() - P[:, i].min()),
+                     None if j is None else int(distances[j]), () if j is None else tuple(float(x) for x in P[:, j]))

@@ -5,8 +5,9 @@ can never be read again. A full cache keeps them anyway; this cache gives every 
 a fixed ring of `window + chunk - 1` slots (enough for a chunk of `chunk` new queries to see
 their whole windows, as llama.cpp sizes its SWA cache: n_swa + n_ubatch) and every global
 layer room for the whole context. New entries overwrite the oldest slots; slots never
-written hold position -1, which the engine never attends to. The engine only calls
-`append` and reads `next_position`, so it runs on this cache unchanged.
+written hold position -1, which the engine never attends to. It implements
+lib.core.cache.protocol.KVCacheProtocol (append / advance / nbytes / next_position), so the
+engine runs on it unchanged.
 
     capacity(l) = min(max_tokens, window_l + chunk - 1)   local layer
                 = max_tokens                               global layer
@@ -27,7 +28,7 @@ class RingKVCache:
     def __init__(self, spec, batch: int, max_tokens: int, chunk: int = 1,
                  dtype=torch.float32, device="cpu"):
         self.n_layers, self.batch, self.chunk = spec.n_layers, batch, chunk
-        self.capacity = ring_capacities(spec.windows, max_tokens, chunk)
+        self.capacity = ring_capacities(spec.windows, max_tokens, chunk)   # module global: tests may patch it
         self.is_ring = [w is not None and c < max_tokens for w, c in zip(spec.windows, self.capacity)]
         shape = lambda c: (batch, spec.n_kv_heads, c, spec.head_dim)  # noqa: E731
         self._k = [torch.zeros(shape(c), dtype=dtype, device=device) for c in self.capacity]
@@ -51,6 +52,10 @@ class RingKVCache:
         self._pos[layer][:, slots] = pos
         self._written[layer] += T
         return self._k[layer], self._v[layer], self._pos[layer]
+
+    def advance(self, positions: torch.Tensor) -> None:
+        """Called by the engine after each forward: new tokens continue after the last one."""
+        self.next_position = int(positions.max()) + 1
 
     def length(self, layer: int = 0) -> int:
         return min(self._written[layer], self.capacity[layer])
