@@ -1,19 +1,20 @@
 """Model memory vs file size (CONCEPTS.md §19): widgets and layout only; numbers come from lib/."""
 import streamlit as st
 
-from lib.model import bundled_model
-from lib.ui import runtime
-from lib.concepts.model_memory import memory_accounting as ma
-from lib.concepts.check_result import CheckResult
-from lib.model.model_loader import BUNDLED
+from lib.concepts.model_memory import checks as mc
 from lib.concepts.model_memory import figures as plots
+from lib.concepts.model_memory import memory_accounting as ma
+from lib.concepts.model_memory import probes
+from lib.model import bundled_model
+from lib.model.long_text import long_text
+from lib.model.model_loader import BUNDLED
+from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
 CONTEXTS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 MEASURED = (256, 1024, 4096, 8192)    # KV caches actually built and measured (the rest: calculator only)
-OLLAMA_MB = 292                       # published: Ollama's listing of gemma3:270m (Q8_0)
+OLLAMA_MB = mc.OLLAMA_MB              # published: Ollama's listing of gemma3:270m (Q8_0)
 DEVICE_MB = 512                       # the small device of the seed article
-TOL = 0.10
 
 page = ConceptPage("model-memory")
 t = page.t
@@ -26,20 +27,44 @@ if m.source != BUNDLED:   # the file, the probes and the calculator are about th
 
 page.section("controls")
 c1, c2, c3 = st.columns(3)
-ctx = page.state.select("ctx", t("ctx_label"), CONTEXTS, 4096, format_func=lambda n: f"{n:,}", help=t("ctx_help"),
+ctx = page.state.select("ctx", t("ctx_label"), CONTEXTS, 4096, format_func=lambda n: t.num(n, ",d"), help=t("ctx_help"),
                         container=c1)
 batch = page.state.number_slider("batch", t("batch_label"), 1, 4, 1, help=t("batch_help"), container=c2)
 prefill = page.state.select("prefill", t("prefill_label"), (64, 128, 256), 128, container=c3)
 st.caption(t("long_note"))
 
-# ---- measurements (fresh processes; cached per settings) ------------------------------------
+# ---- the headline, predicted first --------------------------------------------------------------
+q8 = ma.weight_bytes(s, "Q8_0")
+kv16_full = ma.kv_cache_bytes(s, ctx, bytes_per_element=2, positions=False)
+kv16_win = ma.kv_cache_bytes(s, ctx, bytes_per_element=2, windowed=True, positions=False)
+fits = (q8 + kv16_win) / 1e6 <= DEVICE_MB
+answer = t("predict_yes") if fits else t("predict_no")
+revealed = page.predict("fit", t("predict_q", n=ctx, mb=DEVICE_MB), [t("predict_yes"), t("predict_no")], answer,
+                        t("predict_why", w=q8 / 1e6, kv=kv16_win / 1e6, tot=(q8 + kv16_win) / 1e6, mb=DEVICE_MB))
+
+# ---- measurements (small fresh processes, one at a time, within the memory budget) --------------
 gguf = runtime.cached(ma.gguf_breakdown)(str(bundled_model.gguf_path()))
+ids = tuple(m.tokenizer(long_text()[:4000])["input_ids"][:prefill])     # the prefill's tokens (~1,000 available)
+refused = []
+
+
+def probe(fn, *args):
+    try:
+        return runtime.cached(fn)(*args)
+    except probes.ProbeRefused as e:
+        refused.append(t("refused", mode=e.mode, need=e.need / 1e6, used=e.used / 1e6, budget=e.budget / 1e6))
+        return None
+
+
 with st.spinner(t("measuring_kv", n=len(MEASURED))):
-    kv_probe = runtime.cached(ma.measure_kv)(s, MEASURED)
+    kv_probe = probe(probes.measure_kv, s, MEASURED)
 with st.spinner(t("measuring_model", B=batch, T=prefill)):
-    model_probe = runtime.cached(ma.measure_model)(batch, prefill, m.device)
-steps = model_probe.steps
-pre = steps["prefill"]
+    tok_probe = probe(probes.measure_tokenizer)
+    w_probe = probe(probes.measure_weights, s)
+    pre_probe = probe(probes.measure_prefill, s, ids, batch)
+for r in refused:
+    st.warning(r)
+measured = mc.Measured(gguf, kv_probe, w_probe, pre_probe)
 
 # ---- 1. storage: the file ---------------------------------------------------------------------
 st.subheader(t("file_title"))
@@ -51,44 +76,44 @@ fig = plots.file_figure(types, [gguf["by_type"][k]["bytes"] for k in types], [gg
 page.figure(fig, "gguf_file", {"type": types, "bytes": [gguf["by_type"][k]["bytes"] for k in types],
                                "params": [gguf["by_type"][k]["params"] for k in types]})
 n_params = ma.parameter_count(s)
-q8 = ma.weight_bytes(s, "Q8_0")
 meta = gguf["file_bytes"] - tensor_bytes
 st.markdown(t("file_text", mb=gguf["file_bytes"] / 1e6, meta=meta / 1e6, n=n_params, q8=q8 / 1e6,
-              q8f=(q8 + meta) / 1e6, ollama=OLLAMA_MB, f32=ma.weight_bytes(s, "float32") / 1e6))
+              q8f=mc.q8_file_bytes(s, gguf) / 1e6, ollama=OLLAMA_MB, f32=ma.weight_bytes(s, "float32") / 1e6))
 
 # ---- 2. run time: measured step by step ---------------------------------------------------------
 st.subheader(t("run_title"))
-kv_pre = pre["kv_nbytes"]
-act_meas = (pre["peak_delta"] - kv_pre) if pre.get("peak_delta") is not None else pre["delta"]
-act_pred = ma.prefill_activation_bytes(s, batch, prefill)
-kv_pred_pre = ma.kv_cache_bytes(s, prefill, batch)
-measured_parts = [
-    (t("c_runtime"), steps["runtime"]["anon"], None),
-    (t("c_tokenizer"), steps["tokenizer"]["delta"], None),
-    (t("c_hf"), steps["hf_model_object"]["delta"], None),
-    (t("c_weights"), steps["weights_float32"]["delta"], ma.weight_bytes(s, "float32")),
-    (t("c_kv", T=prefill, B=batch), kv_pre, kv_pred_pre),
-    (t("c_act", T=prefill, B=batch), act_meas, act_pred),
-]
+parts = []                                            # (component, measured or None, calculator or None)
+if pre_probe is not None:
+    parts.append((t("c_runtime"), pre_probe.steps["runtime"]["anon"], None))
+if tok_probe is not None:
+    parts.append((t("c_tokenizer"), tok_probe.steps["tokenizer"]["delta"], None))
+parts.append((t("c_weights"), w_probe.steps["weights"]["float32"] if w_probe else None, ma.weight_bytes(s, "float32")))
+if pre_probe is not None:
+    pre = pre_probe.steps["prefill"]
+    peak = pre["peak_delta"] if pre.get("peak_delta") is not None else pre["delta"]
+    parts.append((t("c_kv", T=prefill, B=batch), pre["kv_nbytes"], ma.kv_cache_bytes(s, prefill, batch)))
+    parts.append((t("c_act", T=prefill, B=batch), peak - pre["kv_nbytes"],
+                  ma.prefill_activation_bytes(s, batch, prefill, logits=False)))
 fig = plots.stack_figure([t("bar_measured"), t("bar_predicted")],
-                         [(name, [meas, pred if pred is not None else meas]) for name, meas, pred in measured_parts],
+                         [(name, [meas or 0, pred if pred is not None else (meas or 0)]) for name, meas, pred in parts],
                          None, {"title": t("fig_run_title", B=batch, T=prefill), "line": ""})
-page.figure(fig, "runtime_memory", {"component": [p[0] for p in measured_parts],
-                                    "measured_bytes": [p[1] for p in measured_parts],
-                                    "predicted_bytes": [p[2] for p in measured_parts]},
-            caption=t("fig_run_caption", file=steps["weights_float32"]["file"] / 1e6))
-rows = [{t("col_component"): name, t("col_measured"): f"{meas / 1e6:,.1f}",
-         t("col_predicted"): f"{pred / 1e6:,.1f}" if pred is not None else t("measured_only"),
-         t("col_error"): f"{abs(meas - pred) / pred:.1%}" if pred else "—"} for name, meas, pred in measured_parts]
-rows.append({t("col_component"): t("c_bf16"), t("col_measured"): f"{steps['weights_bfloat16']['delta'] / 1e6:,.1f}",
-             t("col_predicted"): f"{ma.weight_bytes(s, 'bfloat16') / 1e6:,.1f}",
-             t("col_error"): f"{abs(steps['weights_bfloat16']['delta'] - ma.weight_bytes(s, 'bfloat16')) / ma.weight_bytes(s, 'bfloat16'):.1%}"})
+page.figure(fig, "runtime_memory", {"component": [p[0] for p in parts], "measured_bytes": [p[1] for p in parts],
+                                    "predicted_bytes": [p[2] for p in parts]}, caption=t("fig_run_caption"))
+rows = [{t("col_component"): name, t("col_measured"): t.num(meas / 1e6, ",.1f") if meas is not None else "—",
+         t("col_predicted"): t.num(pred / 1e6, ",.1f") if pred is not None else t("measured_only"),
+         t("col_error"): t.num(100 * abs(meas - pred) / pred, ".1f") + " %" if pred and meas is not None else "—"}
+        for name, meas, pred in parts]
+if w_probe is not None:
+    b16, p16 = w_probe.steps["weights"]["bfloat16"], ma.weight_bytes(s, "bfloat16")
+    rows.append({t("col_component"): t("c_bf16"), t("col_measured"): t.num(b16 / 1e6, ",.1f"),
+                 t("col_predicted"): t.num(p16 / 1e6, ",.1f"), t("col_error"): t.num(100 * abs(b16 - p16) / p16, ".1f") + " %"})
 st.dataframe(rows, hide_index=True, width="stretch")
-st.caption(t("run_caption", secs=pre.get("prefill_seconds", 0.0)))
+if pre_probe is not None:
+    st.caption(t("run_caption", secs=pre_probe.steps["prefill"].get("prefill_seconds", 0.0)))
 
 # ---- 3. context length and the KV cache --------------------------------------------------------
 st.subheader(t("kv_title"))
-kv_cmp = ma.compare_kv(s, kv_probe)
+kv_cmp = ma.compare_kv(s, kv_probe) if kv_probe is not None else []
 grid = [2 ** k for k in range(7, 16)]
 meas = {kind: ([int(c.name.split("_")[-1]) for c in kv_cmp if f"_{kind}_" in c.name],
                [c.measured for c in kv_cmp if f"_{kind}_" in c.name]) for kind in ("full", "window")}
@@ -102,47 +127,24 @@ full_ctx, win_ctx = ma.kv_cache_bytes(s, ctx), ma.kv_cache_bytes(s, ctx, windowe
 n_local = sum(w is not None for w in s.windows)
 st.markdown(t("kv_text", ctx=ctx, full=full_ctx / 1e6, win=win_ctx / 1e6, ratio=full_ctx / win_ctx, L=s.n_layers,
               loc=n_local, glob=s.n_layers - n_local, w=max(w for w in s.windows if w) if n_local else 0,
-              per_tok=s.kv_bytes_per_token(4)))
+              per_tok=s.kv_bytes_per_token(4), pos=8 * s.n_layers))
 
-# ---- 4. the 292 MB in context -------------------------------------------------------------------
+# ---- 4. the 292 MB in context: weights + KV only; this Python stack's overhead shown apart ------
 st.subheader(t("ollama_title"))
-kv16_full = ma.kv_cache_bytes(s, ctx, bytes_per_element=2, positions=False)
-kv16_win = ma.kv_cache_bytes(s, ctx, bytes_per_element=2, windowed=True, positions=False)
-overhead = steps["runtime"]["anon"] + steps["tokenizer"]["delta"]
-bars = [t("b_file"), t("b_win", n=ctx), t("b_full", n=ctx)]
-parts = [(t("p_weights_q8"), [OLLAMA_MB * 1e6, q8, q8]),
-         (t("p_kv16"), [0, kv16_win, kv16_full]),
-         (t("p_overhead"), [0, overhead, overhead])]
-fig = plots.stack_figure(bars, parts, DEVICE_MB * 1e6, {"title": t("fig_ollama_title", n=ctx),
-                                                         "line": t("device_line", mb=DEVICE_MB)})
-page.figure(fig, "ollama_context", {"bar": bars, **{name: vals for name, vals in parts}},
-            caption=t("fig_ollama_caption", ollama=OLLAMA_MB))
+if revealed:
+    overhead = (pre_probe.steps["runtime"]["anon"] if pre_probe else 0) + (tok_probe.steps["tokenizer"]["delta"] if tok_probe else 0)
+    bars = [t("b_file"), t("b_win", n=ctx), t("b_full", n=ctx), t("b_python")]
+    parts4 = [(t("p_weights_q8"), [OLLAMA_MB * 1e6, q8, q8, 0]),
+              (t("p_kv16"), [0, kv16_win, kv16_full, 0]),
+              (t("p_overhead"), [0, 0, 0, overhead])]
+    title = t("fig_ollama_fits" if fits else "fig_ollama_not", n=ctx, mb=DEVICE_MB, tot=(q8 + kv16_win) / 1e6)
+    fig = plots.stack_figure(bars, parts4, DEVICE_MB * 1e6, {"title": title, "line": t("device_line", mb=DEVICE_MB)})
+    page.figure(fig, "ollama_context", {"bar": bars, **{name: vals for name, vals in parts4}},
+                caption=t("fig_ollama_caption", ollama=OLLAMA_MB, over=overhead / 1e6))
 
 page.notice()
-
-# ---- live checks --------------------------------------------------------------------------------
-model_cmp = ma.compare_model(s, model_probe)
-worst_kv = max(kv_cmp, key=lambda c: c.rel_error)
-by = {c.name: c for c in model_cmp}
-checks = [
-    CheckResult(t("check_weights"), by["weights_float32"].rel_error <= TOL and by["weights_bfloat16"].rel_error <= TOL,
-                t("check_weights_detail", p32=by["weights_float32"].predicted / 1e6, m32=by["weights_float32"].measured / 1e6,
-                  e32=by["weights_float32"].rel_error, p16=by["weights_bfloat16"].predicted / 1e6,
-                  m16=by["weights_bfloat16"].measured / 1e6, e16=by["weights_bfloat16"].rel_error)),
-    CheckResult(t("check_kv", n=len(kv_cmp)), all(c.rel_error <= TOL for c in kv_cmp),
-                t("check_kv_detail", name=worst_kv.name, p=worst_kv.predicted / 1e6, m=worst_kv.measured / 1e6,
-                  e=worst_kv.rel_error)),
-    CheckResult(t("check_params"), n_params == sum(v["params"] for v in gguf["by_type"].values()) == steps["weights_float32"]["n_params"],
-                t("check_params_detail", n=n_params, g=sum(v["params"] for v in gguf["by_type"].values()),
-                  e=steps["weights_float32"]["n_params"])),
-]
-if "prefill_peak" in by:
-    c = by["prefill_peak"]
-    checks.append(CheckResult(t("check_prefill", B=batch, T=prefill), c.within(TOL, ma.PREFILL_FLOOR),
-                              t("check_prefill_detail", p=c.predicted / 1e6, m=c.measured / 1e6, e=c.rel_error,
-                                floor=ma.PREFILL_FLOOR / 1e6)))
-page.checks(checks)
+page.checks(mc.page_checks(s, measured, t))
 page.try_this()
-page.code(ma.kv_cache_bytes, ma.prefill_activation_bytes, ma.parameter_count, ma.run_probe)
+page.code(ma.kv_cache_bytes, ma.prefill_activation_bytes, ma.parameter_count, probes.run_probe)
 page.sources()
 page.finish()

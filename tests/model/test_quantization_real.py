@@ -4,7 +4,6 @@ import torch
 
 from lib.concepts.quantization import activation_capture as ac
 from lib.concepts.kv_quantization import kv_quant as kq
-from lib.concepts.model_memory import memory_accounting as ma
 from lib.concepts.quantization import quantize as qz
 from lib.concepts.quantization.quantize import QuantSpec
 
@@ -57,20 +56,3 @@ def test_kv_cache_bytes_and_quantization_effects(real_model, text_ids):
     assert r16.effect.kl_mean < 1e-5 and r16.attn_max < 5e-3            # 16-bit round trip ~ lossless
     assert r8.effect.kl_mean < r2.effect.kl_mean and r8.attn_tv < r2.attn_tv   # fewer bits, more error
     assert r2.bytes_stored < r8.bytes_stored < r16.bytes_stored < ref.cache_nbytes
-
-
-def test_calculator_matches_measured_kv_caches(real_model):
-    probe = ma.measure_kv(real_model.spec, (512, 2048))
-    cmp = ma.compare_kv(real_model.spec, probe)
-    assert len(cmp) == 4
-    for c in cmp:
-        assert c.rel_error <= TOL, c
-
-
-def test_calculator_matches_measured_weights_and_prefill(real_model):
-    probe = ma.measure_model(1, 64)
-    by = {c.name: c for c in ma.compare_model(real_model.spec, probe)}
-    assert by["weights_float32"].rel_error <= TOL and by["weights_bfloat16"].rel_error <= TOL
-    assert probe.steps["weights_float32"]["n_params"] == ma.parameter_count(real_model.spec)
-    if "prefill_peak" in by:
-        assert by["prefill_peak"].within(TOL, ma.PREFILL_FLOOR), by["prefill_peak"]

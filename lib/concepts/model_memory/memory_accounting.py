@@ -8,15 +8,13 @@ Calculator (bytes), from the architecture alone:
     prefill peak = the K/V written + the largest set of activations alive at once
                    (MLP: gate, gelu(gate), up; attention: scores and probs (B, H, T, T))
 
-Measurements come from fresh processes (lib.concepts.model_memory.memory_probe): the runtime, the tokenizer, the
-weights in float32 and bfloat16, KV caches per context length, and one prefill at batch B.
+Measurements come from small fresh processes (lib.concepts.model_memory.probes runs
+lib.concepts.model_memory.memory_probe, one at a time, within a memory budget): the runtime,
+the tokenizer, the weights in float32 and bfloat16, KV caches per context length, and one
+prefill at batch B. `compare_*` pairs each measurement with the calculator.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -27,7 +25,7 @@ from lib.core.cache.ring import ring_capacities
 ROOT = Path(__file__).resolve().parents[3]
 MiB = 1024 ** 2
 # bits per weight of common storage formats (GGUF block formats include their scales)
-BITS_PER_WEIGHT = {"float32": 32.0, "bfloat16": 16.0, "float16": 16.0, "Q8_0": 34 * 8 / 32,
+BITS_PER_WEIGHT = {"float32": 32.0, "F32": 32.0, "bfloat16": 16.0, "float16": 16.0, "Q8_0": 34 * 8 / 32,
                    "Q6_K": 6.5625, "Q5_0": 5.5, "Q4_K": 4.5}
 
 
@@ -57,19 +55,25 @@ def kv_cache_bytes(spec, tokens: int, batch: int = 1, bytes_per_element: int = 4
     return total
 
 
-def prefill_activation_bytes(spec, batch: int, tokens: int, bytes_per_element: int = 4) -> float:
-    """The largest set of activations alive at once in one layer of a prefill of T tokens, as
-    lib/core/engine.py computes it:
-    max( MLP: [gate | up] out (2 x B T I), gelu(gate), gelu(gate) * up (4 x B T I in all),
-         attention: scaled scores, masked scores, probs (3 x B H T T) + bool masks (3 x B T T) )
-    plus the residual stream, its norm and the hooks' inputs (4 x B T D), q/k/v (B T (H + 2K) d)
-    and the logits of the last position, twice (2 x B V: the column-blocked LM head's product
-    and its reordering into one row, lib/core/vocab_matrix.py)."""
+MATMUL_SCRATCH = 2 * MiB   # the math library's packing buffers inside a prefill's matrix products (measured ~2 MiB)
+
+
+def prefill_activation_bytes(spec, batch: int, tokens: int, bytes_per_element: int = 4,
+                             logits: bool = True) -> float:
+    """The largest set of activations alive at once in a prefill of T tokens, as
+    lib/core/engine.py computes it: the larger of
+    - inside a layer: max( MLP: [gate | up] out (2 x B T I), gelu(gate), gelu(gate) * up
+      (4 x B T I in all), attention: scaled scores, masked scores, probs (3 x B H T T) + bool
+      masks (3 x B T T) ) plus the residual stream, its norm and the hooks' inputs (4 x B T D),
+      q/k/v (B T (H + 2K) d) and the math library's packing buffers (MATMUL_SCRATCH);
+    - with `logits`, at the LM head: the stream plus the last position's logits, twice (2 x B V:
+      the column-blocked product and its reordering into one row, lib/core/vocab_matrix.py)."""
     B, T, e = batch, tokens, bytes_per_element
     mlp = 4 * B * T * spec.intermediate * e
     attn = 3 * B * spec.n_heads * T * T * e + 3 * B * T * T
     stream = 4 * B * T * spec.hidden * e + B * T * (spec.n_heads + 2 * spec.n_kv_heads) * spec.head_dim * e
-    return max(mlp, attn) + stream + 2 * B * spec.vocab * e
+    layer = max(mlp, attn) + stream + MATMUL_SCRATCH
+    return max(layer, stream + 2 * B * spec.vocab * e) if logits else layer
 
 
 def spec_shape(spec) -> dict:
@@ -82,51 +86,6 @@ def spec_shape(spec) -> dict:
 class ProbeResult:
     steps: dict[str, dict]      # step name -> the probe's JSON record
     seconds: float
-
-
-def run_probe(args: dict, on_step: Callable[[str], None] | None = None, timeout: float = 900) -> ProbeResult:
-    """Run lib.concepts.model_memory.memory_probe in a fresh Python with `args`; collect its JSON lines.
-    glibc's mmap threshold is pinned so every large tensor is its own mapping and goes back
-    to the OS when freed: deltas then show the step, not the allocator's leftovers."""
-    import time
-
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_ARENA_MAX="2", PYTHONPATH=str(ROOT))
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "lib.concepts.model_memory.memory_probe", json.dumps(args)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    steps = {}
-    try:
-        for line in proc.stdout:
-            if line.startswith("{"):
-                rec = json.loads(line)
-                steps[rec["step"]] = rec
-                if on_step:
-                    on_step(rec["step"])
-        proc.wait(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    if proc.returncode != 0:
-        raise RuntimeError(f"memory probe failed ({proc.returncode}): {proc.stderr.read()[-500:]}")
-    return ProbeResult(steps, time.perf_counter() - t0)
-
-
-def measure_kv(spec, contexts: tuple[int, ...], batch: int = 1, chunk: int = 64,
-               _progress: Callable[[float], None] | None = None) -> ProbeResult:
-    """Measured RSS growth of full and sliding-window KV caches at each context length."""
-    n = 2 * len(contexts) + 1
-    done = []
-    step = (lambda s: (done.append(s), _progress(len(done) / n))) if _progress else None  # noqa: E731
-    return run_probe({"mode": "kv", "contexts": list(contexts), "batch": batch, "chunk": chunk,
-                      "spec": spec_shape(spec)}, step)
-
-
-def measure_model(batch: int, prefill: int, device: str = "cpu",
-                  _progress: Callable[[float], None] | None = None) -> ProbeResult:
-    """Measured memory of the runtime, tokenizer, weights (fp32, bf16) and one prefill."""
-    names = ("runtime", "tokenizer", "hf_model_object", "weights_float32", "weights_bfloat16", "prefill")
-    step = (lambda s: _progress((names.index(s) + 1) / len(names)) if s in names else None) if _progress else None
-    return run_probe({"mode": "model", "batch": batch, "prefill": prefill, "device": device}, step)
 
 
 PREFILL_FLOOR = 2 * MiB  # the math library's own scratch buffers are about this size
@@ -156,16 +115,20 @@ def compare_kv(spec, probe: ProbeResult, batch: int = 1, chunk: int = 64) -> lis
     return out
 
 
-def compare_model(spec, probe: ProbeResult) -> list[Comparison]:
-    s = probe.steps
-    pre = s["prefill"]
-    out = [Comparison("weights_float32", weight_bytes(spec, "float32"), s["weights_float32"]["delta"]),
-           Comparison("weights_bfloat16", weight_bytes(spec, "bfloat16"), s["weights_bfloat16"]["delta"])]
-    if pre.get("peak_delta") is not None:
-        kv = kv_cache_bytes(spec, pre["tokens"], pre["batch"], positions=True)
-        out.append(Comparison("prefill_peak", kv + prefill_activation_bytes(spec, pre["batch"], pre["tokens"]),
-                              pre["peak_delta"]))
-    return out
+def compare_weights(spec, probe: ProbeResult) -> list[Comparison]:
+    w = probe.steps["weights"]
+    return [Comparison("weights_float32", weight_bytes(spec, "float32"), w["float32"]),
+            Comparison("weights_bfloat16", weight_bytes(spec, "bfloat16"), w["bfloat16"])]
+
+
+def compare_prefill(spec, probe: ProbeResult) -> Comparison | None:
+    """KV written + activations (no LM head: the probe stops at the final hidden states)."""
+    pre = probe.steps["prefill"]
+    if pre.get("peak_delta") is None:
+        return None
+    kv = kv_cache_bytes(spec, pre["tokens"], pre["batch"], positions=True)
+    return Comparison("prefill_peak", kv + prefill_activation_bytes(spec, pre["batch"], pre["tokens"], logits=False),
+                      pre["peak_delta"])
 
 
 def gguf_breakdown(path: str) -> dict:

@@ -1,18 +1,23 @@
-"""Measure the memory of running the model, step by step, in a fresh process.
+"""Measure the memory of running the model, step by step, in small fresh processes.
 
-    python -m lib.concepts.model_memory.memory_probe '{"mode": "model", "batch": 1, "prefill": 128, "device": "cpu"}'
-    python -m lib.concepts.model_memory.memory_probe '{"mode": "kv", "contexts": [1024, 4096]}'
+    python -m lib.concepts.model_memory.memory_probe '{"mode": "kv", "contexts": [1024, 4096], "spec": {...}}'
+    python -m lib.concepts.model_memory.memory_probe '{"mode": "tokenizer"}'
+    python -m lib.concepts.model_memory.memory_probe '{"mode": "weights"}'
+    python -m lib.concepts.model_memory.memory_probe '{"mode": "prefill", "batch": 1, "ids": [2, 651, ...]}'
 
 A fresh process is the honest way to see what each step costs: nothing else lives in it.
 After every step it prints one JSON line {"step", "delta", "rss", "anon", "file", ...}
 (bytes): delta = anonymous resident memory after - before (RssAnon: the process's own
 data; file-backed pages such as a memory-mapped safetensors file are reported apart, as
 "file", because the OS can drop and re-read them). For the prefill, "peak_delta" is the
-peak RSS (VmHWM, reset through /proc/self/clear_refs) above the RSS before it. On a GPU
-the CUDA allocator's bytes are reported too. lib.concepts.model_memory.memory_accounting starts this with
-glibc's mmap threshold pinned, so freed large tensors really go back to the OS.
+peak RSS (VmHWM, reset through /proc/self/clear_refs) above the RSS before it.
+lib.concepts.model_memory.memory_accounting starts this with glibc's mmap threshold pinned,
+so freed large tensors really go back to the OS, and runs one probe at a time.
 
-"kv" mode needs only torch and the model's shape (passed in as "spec"): it is quick; "model" mode loads the tokenizer and the weights.
+Each probe is kept small so that it fits beside the server on a small host (Streamlit
+Community Cloud: ~2.7 GB for everything): the weights are measured a piece at a time (never
+the whole model in the probe), the prefill reads the memory-mapped weights the server also
+maps, and the tokenizer is measured in a probe of its own.
 """
 from __future__ import annotations
 
@@ -105,75 +110,110 @@ def kv_mode(args: dict) -> None:
             del cache, z
 
 
-def model_mode(args: dict) -> None:
-    """Tokenizer, weights (fp32 as loaded, a bf16 copy) and one prefill at batch B."""
-    t0 = time.perf_counter()
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _folder():
+    from pathlib import Path
 
     from lib.model import bundled_model
-    from lib.model.from_transformers import engine_from_hf
-    from lib.model.long_text import long_text
 
-    torch.set_num_threads(max(1, min(torch.get_num_threads(), 4)))
-    device = args.get("device", "cpu")
-    cuda = device == "cuda" and torch.cuda.is_available()
-    cuda_bytes = (lambda: torch.cuda.memory_allocated()) if cuda else (lambda: 0)  # noqa: E731
-    folder = bundled_model.prepare()
-    emit("runtime", 0)
+    folder = bundled_model.bundled_folder()
+    if not bundled_model.is_complete(folder, check_hashes=False):
+        raise SystemExit(f"the bundled model is not prepared in {folder}")
+    return Path(folder)
 
+
+def tokenizer_mode(args: dict) -> None:
+    """The tokenizer alone: Hugging Face `tokenizers` (the Rust library transformers wraps)
+    loading tokenizer.json, without torch or transformers in the process (a smaller probe)."""
+    from tokenizers import Tokenizer
+
+    folder = _folder()
     before = anon()
-    tok = AutoTokenizer.from_pretrained(folder)
-    emit("tokenizer", before)
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    emit("tokenizer", before, vocab=tok.get_vocab_size())
 
-    before, cb = anon(), cuda_bytes()
-    hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device).eval()
-    emit("hf_model_object", before, cuda_delta=cuda_bytes() - cb)
 
-    before, cb = anon(), cuda_bytes()
-    engine = engine_from_hf(hf, release_hf=True)     # transposed fp32 copies
-    del hf
-    tensors = list({id(t): t for t in _engine_tensors(engine)}.values())
-    emit("weights_float32", before, tensor_bytes=sum(t.nbytes for t in tensors),
-         n_params=sum(t.numel() for t in tensors), cuda_delta=cuda_bytes() - cb)
+def weights_mode(args: dict) -> None:
+    """The weights materialized in memory, one piece at a time: each tensor of engine.safetensors
+    (the large vocabulary matrix one column block at a time) is read from the file into a new
+    float32 tensor (process memory, not file pages: no memory map), measured, converted to a
+    bfloat16 copy, measured, and freed. The sums are the weights' bytes in each dtype; the
+    probe itself never holds more than one piece (~21 MB), so it fits beside a small server."""
+    import torch
 
-    before, cb = anon(), cuda_bytes()
-    half = [t.to(torch.bfloat16) for t in tensors]
-    emit("weights_bfloat16", before, tensor_bytes=sum(t.nbytes for t in half), cuda_delta=cuda_bytes() - cb)
-    del half
+    from lib.core import engine_weights
 
-    B, T = int(args.get("batch", 1)), int(args.get("prefill", 128))
-    ids = torch.tensor(tok(long_text())["input_ids"][:T], device=device)[None].expand(B, T).contiguous()
-    # warm-up with the same shapes: the math library's reusable buffers (thread pools, packing
-    # workspace) are then already there, and the measured peak is this prefill's own tensors
-    engine.forward(ids, engine.new_cache(B, capacity=T))
+    path = _folder() / engine_weights.FILE
+    with path.open("rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    emit("runtime", 0)
+    total32 = total16 = n_params = pieces = max_piece = 0
+    with path.open("rb", buffering=0) as f:
+        for name, info in header.items():
+            shape, (start, end) = info["shape"], info["data_offsets"]
+            if info["dtype"] != "F32":
+                raise SystemExit(f"{name}: expected F32, found {info['dtype']}")
+            rows = shape[0] if shape and (end - start) > (64 << 20) else 1   # split only large tensors
+            piece_shape = shape[1:] if rows > 1 else shape
+            step = (end - start) // rows
+            for r in range(rows):
+                trim()
+                before = anon()
+                t = torch.empty(piece_shape, dtype=torch.float32)
+                f.seek(8 + n + start + r * step)
+                f.readinto(t.numpy().reshape(-1).view("uint8"))
+                mid = anon()
+                half = t.to(torch.bfloat16)
+                after = anon()
+                total32 += mid - before
+                total16 += after - mid
+                n_params += t.numel()
+                pieces += 1
+                max_piece = max(max_piece, t.nbytes)
+                del t, half
+    emit("weights", 0, float32=total32, bfloat16=total16, n_params=n_params, pieces=pieces, max_piece=max_piece)
+
+
+def prefill_mode(args: dict) -> None:
+    """One prefill of the given token ids at batch B through the engine, weights memory-mapped
+    from engine.safetensors (read-only file pages, shared with the server through the page
+    cache), final hidden states only: the LM head would bring its 671 MB matrix into this
+    process, and its product for the last position (2 x B x V floats) is computed, not
+    measured. A warm-up with the same shapes first, so the measured peak is this prefill's
+    own tensors: the KV cache written and the activations."""
+    t0 = time.perf_counter()
+    import torch
+    from transformers import AutoConfig
+
+    from lib.core import engine_weights
+    from lib.core.engine import Engine
+    from lib.core.spec import spec_from_config
+
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
+    folder = _folder()
+    spec = spec_from_config(AutoConfig.from_pretrained(str(folder), local_files_only=True))
+    emit("runtime", 0)                  # Python + torch + transformers, before any model data
+    engine = Engine(spec, engine_weights.load(folder / engine_weights.FILE, spec.n_layers), key="memory-probe")
+    B = int(args.get("batch", 1))
+    ids = torch.tensor(args["ids"])[None].expand(B, -1).contiguous()          # (B, T)
+    T = ids.shape[1]
+    engine.forward(ids, engine.new_cache(B, capacity=T), logits="none")
     cache = engine.new_cache(B, capacity=T)
     trim()
     before, start_rss = anon(), rss()
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-    cb = cuda_bytes()
     has_peak = reset_peak()
     t1 = time.perf_counter()
-    engine.forward(ids, cache)
+    engine.forward(ids, cache, logits="none")
     seconds = time.perf_counter() - t1
     peak = peak_rss() if has_peak else None
-    cuda_peak = torch.cuda.max_memory_allocated() - cb if cuda else 0
     emit("prefill", before, batch=B, tokens=T, kv_nbytes=cache.nbytes(), prefill_seconds=seconds,
-         peak_delta=(peak - start_rss) if peak is not None else None, cuda_peak_delta=cuda_peak,
-         seconds=time.perf_counter() - t0)
+         peak_delta=(peak - start_rss) if peak is not None else None, seconds=time.perf_counter() - t0)
 
 
-def _engine_tensors(engine):
-    yield engine.embed.blocks
-    yield engine.lm_head.blocks
-    yield engine.final_norm
-    for w in engine.layers:
-        for t in vars(w).values():
-            if isinstance(t, __import__("torch").Tensor):
-                yield t
+MODES = {"kv": "kv_mode", "tokenizer": "tokenizer_mode", "weights": "weights_mode", "prefill": "prefill_mode"}
 
 
 if __name__ == "__main__":
     _args = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    (kv_mode if _args.get("mode") == "kv" else model_mode)(_args)
+    globals()[MODES[_args.get("mode", "kv")]](_args)
