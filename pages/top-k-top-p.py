@@ -4,18 +4,15 @@ import streamlit as st
 
 from lib.decoding import generate
 from lib.ui import runtime
-from lib.reference import sampling_reference
-from lib.concepts.top_k_top_p import top_k_top_p as tkp
-from lib.concepts.check_result import CheckResult
+from lib.concepts.top_k_top_p import checks, top_k_top_p as tkp
 from lib.concepts.top_k_top_p import figures as plots
-from lib.decoding.sampling import InvalidSamplingParameter, SamplingConfig, apply_temperature, top_p_mask
+from lib.decoding.sampling import InvalidSamplingParameter, SamplingConfig, top_p_mask
 from lib.decoding.step_record import generated_ids
 from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 from lib.ui.token_view import steps_table, tokens_html
 
 ORDER_TEMPS = tuple(np.geomspace(0.25, 4.0, 13).round(3).tolist())  # T axis of the stage-order figure
-CHECK_KS, CHECK_PS = (1, 5, 50, 1000), (0.5, 0.8, 0.9, 0.95, 0.99)
 
 page = ConceptPage("top-k-top-p")
 t = page.t
@@ -44,10 +41,19 @@ curve_tokens = token_texts(m.tokenizer, curve.ids)
 tail = m.tokenizer.decode(list(prompt.ids[-4:]), skip_special_tokens=True)
 L = {k_: t(f"cut_{k_}") for k_ in ("prob", "cum", "p_cut", "k_cut", "x")}
 L["title"] = t("cut_title", tail=tail, p=p, n=curve.nucleus, k=curve.k_kept, mass=curve.k_mass)
-page.figure(plots.cut_curve_figure(curve, curve_tokens, p, curve.k_kept, L), "cumulative_curve",
-            {"rank": list(range(1, len(curve.ids) + 1)), "token": curve_tokens, "token_id": curve.ids.tolist(),
-             "prob": curve.probs.tolist(), "cumulative": curve.cumulative.tolist()})
-st.caption(t("cut_caption", V=curve.vocab, n=curve.nucleus, pm=curve.nucleus_mass, k=curve.k_kept, km=curve.k_mass))
+BUCKETS = ((1, 1), (2, 5), (6, 50), (51, None))
+bucket = next(b for b in BUCKETS if b[0] <= curve.nucleus and (b[1] is None or curve.nucleus <= b[1]))
+q1 = page.predict("nucleus", t("q_nucleus", p=p, tail=tail), BUCKETS, bucket,
+                  t("q_nucleus_why", n=curve.nucleus, pm=curve.nucleus_mass, p=p, top=curve_tokens[0],
+                    p1=float(curve.probs[0])),
+                  format_func=lambda b: t("bucket_one") if b[1] == 1 else
+                  t("bucket_range", lo=b[0], hi=b[1]) if b[1] else t("bucket_more", lo=b[0] - 1))
+if q1:
+    page.figure(plots.cut_curve_figure(curve, curve_tokens, p, curve.k_kept, L), "cumulative_curve",
+                {"rank": list(range(1, len(curve.ids) + 1)), "token": curve_tokens, "token_id": curve.ids.tolist(),
+                 "prob": curve.probs.tolist(), "cumulative": curve.cumulative.tolist()})
+    st.caption(t("cut_caption", V=curve.vocab, n=curve.nucleus, pm=curve.nucleus_mass, k=curve.k_kept,
+                 km=curve.k_mass))
 
 # ---- a real continuation: nucleus size per step -------------------------------------------
 st.subheader(t("gen_title"))
@@ -57,9 +63,15 @@ k_mass = tkp.top_k_mass(trace, k)
 labels = [f"{i + 1}·{s}" for i, s in enumerate(token_texts(m.tokenizer, generated_ids(trace.steps)))]
 L = {k_: t(f"steps_{k_}") for k_ in ("nucleus", "tokens", "k_line", "p_mass", "k_mass", "y_count", "y_mass", "x")}
 L["title"] = t("steps_title", p=p, lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()))
-page.figure(plots.nucleus_steps_figure(labels, trace.nucleus.tolist(), trace.p_mass, k_mass, p, k, L),
-            "nucleus_per_step", {"step_token": labels, "top_p_kept": trace.nucleus.tolist(),
-                                 "top_p_mass": trace.p_mass.tolist(), "top_k_mass": k_mass.tolist()})
+spread = int(trace.nucleus.max()) / max(1, int(trace.nucleus.min()))
+q2 = page.predict("spread", t("q_spread", p=p, n=len(trace.steps)), ("steady", "varies"),
+                  "varies" if spread >= 10 else "steady",
+                  t("q_spread_why", lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()), r=spread, p=p),
+                  format_func=lambda k: t(f"q_spread_{k}"))
+if q2:
+    page.figure(plots.nucleus_steps_figure(labels, trace.nucleus.tolist(), trace.p_mass, k_mass, p, k, L),
+                "nucleus_per_step", {"step_token": labels, "top_p_kept": trace.nucleus.tolist(),
+                                     "top_p_mass": trace.p_mass.tolist(), "top_k_mass": k_mass.tolist()})
 view_labels = {key: t(f"lbl_{key}") for key in ("model", "final", "rank", "kept", "step", "token",
                                                  "stage_temperature", "stage_top_p")}
 st.markdown(f"**{t('gen_view', T=T, p=p, seed=seed)}**")
@@ -88,24 +100,9 @@ st.caption(t("order_caption", T=T, a=int(at_T.t_first[0]), b=int(at_T.t_after[0]
 
 page.notice()
 
-# ---- live checks -------------------------------------------------------------------------
-scaled = apply_temperature(logits, T)                                           # what the filters see
-ks = tuple(sorted(set(CHECK_KS + (k,))))
-ps = tuple(sorted(set(CHECK_PS + (p,))))
-bad_k = runtime.cached(sampling_reference.top_k_mismatches)(scaled, ks)
-bad_p = runtime.cached(sampling_reference.top_p_mismatches)(scaled, ps)
-worst_reach, worst_min = float(trace.reach_margin.min()), float(trace.minimal_margin.min())
-spread = int(trace.nucleus.max()) / max(1, int(trace.nucleus.min()))
-page.checks([
-    CheckResult(t("check_k", V=curve.vocab), bad_k == 0, t("check_k_detail", ks=", ".join(map(str, ks)), bad=bad_k)),
-    CheckResult(t("check_p"), bad_p == 0, t("check_p_detail", ps=", ".join(f"{x:g}" for x in ps), bad=bad_p)),
-    CheckResult(t("check_minimal", n=len(trace.steps)), worst_reach >= -1e-6 and worst_min > -1e-6,
-                t("check_minimal_detail", r=worst_reach, m=worst_min)),
-    CheckResult(t("check_order"), bool(effect.t_after.min() == effect.t_after.max()
-                                       and effect.t_first.min() < effect.t_first.max()),
-                t("check_order_detail", n=len(effect.temperatures), lo=int(effect.t_first.min()),
-                  hi=int(effect.t_first.max()), c=int(effect.t_after[0]))),
-])
+# ---- live checks (lib/concepts/top_k_top_p/checks.py) ------------------------------------
+inputs = runtime.cached(checks.check_inputs)(logits, T, k, p)
+page.checks(checks.page_checks(inputs, trace, effect, t))
 st.caption(t("spread_line", lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()), r=spread, p=p))
 page.try_this()
 page.code(top_p_mask, tkp.cut_curve, tkp.nucleus_trace, tkp.order_effect)
