@@ -2,11 +2,10 @@
 import numpy as np
 import streamlit as st
 
-from lib.concepts.beam_search import beam_rerank, beam_search
+from lib.concepts.beam_search import beam_rerank, beam_search, beam_steps, checks
 from lib.decoding import generate
 from lib.ui import runtime
-from lib.concepts.beam_search.beam_search_hf import search_with_parity
-from lib.concepts.check_result import CheckResult
+from lib.concepts.beam_search.beam_search_hf import generate_beam_search, search_with_parity
 from lib.concepts.beam_search import figures as plots
 from lib.decoding.sampling import SamplingConfig
 from lib.decoding.stop_tokens import STOP_KINDS, end_token_ids
@@ -14,8 +13,6 @@ from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 
 SWEEP = np.round(np.linspace(-1.0, 3.0, 81), 3)   # the alpha axis of the re-ranking figure
-PARITY_ALPHAS = (-1.0, 0.0, 0.5, 1.0, 2.0)         # transformers replayed at these alphas ...
-PARITY_MODES = (False, True)                       # ... with and without early stopping
 ES_OPTIONS = ("false", "true", "never")
 ES_VALUE = {"false": False, "true": True, "never": "never"}
 PRESETS = {  # name -> (prompt, stop kinds, max new tokens); texts are model inputs, never translated
@@ -67,7 +64,7 @@ st.caption(t("ends_caption", ids=", ".join(f"{i} ({s})" for i, s in zip(ends, to
 # ---- the model call: one search to max_new_tokens (cached), then everything is re-ranking --
 with st.spinner(t("running", b=num_beams, n=n_new)):
     rec, parity = runtime.cached(search_with_parity)(m.engine, prompt.ids, num_beams, n_new, ends,
-                                                      PARITY_ALPHAS, PARITY_MODES)
+                                                      checks.PARITY_ALPHAS, checks.PARITY_MODES)
 sel = beam_search.select(rec, alpha, early_stopping)
 sweep = beam_rerank.sweep(rec, SWEEP, early_stopping)
 hyps = rec.hypotheses
@@ -76,55 +73,94 @@ shown = [s.replace("\n", "⏎") for s in texts]
 short = [f"#{i + 1} L={h.length} “{s if len(s) <= 30 else s[:12] + '…' + s[-16:]}”"
          for i, (h, s) in enumerate(zip(hyps, shown))]
 
-st.subheader(t("result_title", a=alpha))
-st.markdown(t("result_line", text=shown[sel.best], L=hyps[sel.best].length,
-              S=hyps[sel.best].sum_logprob, score=sel.score, stop=sel.stop_step + 1))
-for f in sweep.flips:
-    st.caption(t("flip_line", a=f.alpha, before=f"#{f.before + 1} “{shown[f.before]}”",
-                 after=f"#{f.after + 1} “{shown[f.after]}”"))
-if not sweep.flips:
-    st.caption(t("no_flip"))
+# ---- predict, then reveal --------------------------------------------------------------------
+sel0 = beam_search.select(rec, 0.0, early_stopping)
+shortest = min(h.length for h in hyps)
+w0 = hyps[sel0.best]
+q1 = page.predict("alpha0", t("q_short"), ("shortest", "longer"), "shortest" if w0.length == shortest else "longer",
+                  t("q_short_why", text=shown[sel0.best], L=w0.length, S=w0.sum_logprob, Lmin=shortest,
+                    Lmax=max(h.length for h in hyps), n=len(hyps)),
+                  format_func=lambda k: t(f"q_short_{k}"))
+flips_02 = [f for f in sweep.flips if 0.0 < f.alpha < 2.0]
+q2 = page.predict("flip", t("q_flip"), ("same", "changes"), "changes" if flips_02 else "same",
+                  (t("q_flip_why_yes", n=len(flips_02), a=flips_02[0].alpha, before=shown[flips_02[0].before],
+                     after=shown[flips_02[0].after]) if flips_02 else t("q_flip_why_no", text=shown[sel0.best])),
+                  format_func=lambda k: t(f"q_flip_{k}"))
+
+if q1:
+    st.subheader(t("result_title", a=alpha))
+    st.markdown(t("result_line", text=shown[sel.best], L=hyps[sel.best].length,
+                  S=hyps[sel.best].sum_logprob, score=sel.score, stop=sel.stop_step + 1))
+    for f in sweep.flips:
+        st.caption(t("flip_line", a=f.alpha, before=f"#{f.before + 1} “{shown[f.before]}”",
+                     after=f"#{f.after + 1} “{shown[f.after]}”"))
+    if not sweep.flips:
+        st.caption(t("no_flip"))
 
 # ---- the beam tree -------------------------------------------------------------------------
+st.subheader(t("steps_title"))
 cand_tokens = token_texts(m.tokenizer, [c.token for c in rec.candidates])
 node_scores = {h.node: s for h, s in zip(hyps, sel.scores)}
+step_key = page.state._key("step")
+if st.session_state.get(step_key, 1) > rec.n_steps:       # a shorter search than the one the slider last saw
+    st.session_state[step_key] = rec.n_steps
+step = (page.state.number_slider("step", t("step_label"), 1, rec.n_steps, rec.n_steps, help=t("step_help"))
+        if rec.n_steps > 1 else 1)
 tree_labels = {k: t(f"tree_{k}") for k in ("title", "x", "y", "winner", "prompt", "after_stop", "hover", "hover_score")}
 tree_labels.update({f"fate_{k}": t(f"fate_{k}") for k in ("kept", "finished", "cut", "pruned")})
-tree_labels["title"] = t("tree_title", b=num_beams, K=len(rec.candidates) // max(rec.n_steps, 1))
-fig = plots.tree_figure(rec, cand_tokens, node_scores, sel.best, sel.stop_step, tree_labels)
+tree_labels["title"] = t("tree_title", b=num_beams, K=len(rec.candidates) // max(rec.n_steps, 1), s=step, n=rec.n_steps)
+fig = plots.tree_figure(rec, cand_tokens, node_scores, sel.best, sel.stop_step, tree_labels, upto=step - 1)
 page.figure(fig, "beam_tree", {
     "step": [c.step + 1 for c in rec.candidates], "rank": [c.rank + 1 for c in rec.candidates],
     "parent": [c.parent for c in rec.candidates], "token_id": [c.token for c in rec.candidates],
     "token": cand_tokens, "logprob": [c.logprob for c in rec.candidates],
     "cum_logprob": [c.cum_logprob for c in rec.candidates], "fate": [c.fate for c in rec.candidates]},
     caption=t("tree_caption"))
+events = beam_steps.step_events(rec, step - 1)
+n_fate = {k: sum(e.fate == k for e in events) for k in (beam_search.KEPT, beam_search.FINISHED, beam_search.PRUNED)}
+st.markdown(t("step_head", s=step, B=beam_steps.running_beams(rec, step - 1), K=len(events),
+              kept=n_fate[beam_search.KEPT], fin=n_fate[beam_search.FINISHED], pruned=n_fate[beam_search.PRUNED],
+              total=beam_steps.finished_by(rec, step - 1)))
+fate_word = {beam_search.KEPT: t("fate_kept"), beam_search.PRUNED: t("fate_pruned")}
+lines = []
+for e in events:
+    prefix = m.tokenizer.decode(list(e.prefix)).replace("\n", "⏎")
+    word = fate_word.get(e.fate) or (t("fate_finished") if e.ends else t("fate_cut"))
+    lines.append(t("step_event", r=e.rank, prefix=prefix[-40:], tok=token_texts(m.tokenizer, [e.token])[0],
+                   lp=e.logprob, cum=e.cum_logprob, fate=word))
+st.markdown("\n".join(f"- {x}" for x in lines))
+if step == rec.n_steps and sel.stop_step < rec.n_steps - 1:
+    st.caption(t("step_after_stop", s=sel.stop_step + 1, a=alpha))
 
 # ---- finished hypotheses, re-ranked at alpha -----------------------------------------------
-st.subheader(t("table_title", a=alpha))
 pv = beam_rerank.probability_view(rec, alpha)
 order = sorted(range(len(hyps)), key=lambda i: -sel.scores[i])
-cols = {k: t(f"col_{k}") for k in ("rank", "text", "L", "S", "p", "score", "step", "end", "status")}
-rows = []
-for r, i in enumerate(order, 1):
-    h = hyps[i]
-    status = (t("status_winner") if i == sel.best else t("status_pool") if i in sel.pool
-              else t("status_late") if h.step > sel.stop_step else t("status_out"))
-    rows.append({cols["rank"]: r, cols["status"]: status, cols["text"]: f"#{i + 1} “{shown[i]}”",
-                 cols["L"]: h.length, cols["S"]: round(h.sum_logprob, 4), cols["score"]: round(sel.scores[i], 4),
-                 cols["p"]: f"{pv.seq_prob[i]:.2e}", cols["step"]: h.step + 1,
-                 cols["end"]: t("end_cut") if h.by_length else t("end_token")})
-st.dataframe(rows, hide_index=True, width="stretch")
-st.caption(t("table_caption", L=t("length_rule")))
+cols = {k: t(f"col_{k}") for k in ("rank", "text", "L", "S", "score", "end", "status")}
+if q1:
+    st.subheader(t("table_title", a=alpha))
+    rows = []
+    for r, i in enumerate(order, 1):
+        h = hyps[i]
+        status = (t("status_winner") if i == sel.best else t("status_pool") if i in sel.pool
+                  else t("status_late") if h.step > sel.stop_step else t("status_out"))
+        rows.append({cols["rank"]: r, cols["text"]: f"#{i + 1} “{shown[i]}”", cols["L"]: h.length,
+                     cols["S"]: t.num(h.sum_logprob, ".4f"), cols["score"]: t.num(sel.scores[i], ".4f"),
+                     cols["status"]: status,
+                     cols["end"]: t("end_cut" if h.by_length else "end_token", s=h.step + 1)})
+    st.dataframe(rows, hide_index=True, width="stretch",
+                 column_config={cols["text"]: st.column_config.TextColumn(width="large")})
+    st.caption(t("table_caption", L=t("length_rule")))
 
 # ---- score against alpha ---------------------------------------------------------------------
 ever = list(dict.fromkeys(int(w) for w in sweep.winners))
 best_at = np.argsort(-sweep.scores.max(axis=1))
 show = (ever + [int(i) for i in best_at if int(i) not in ever])[:SHOWN_LINES]
-fig = plots.score_vs_alpha_figure(SWEEP, sweep.scores, short, sweep.winners, show, alpha, sweep.flips,
-                                  {k: t(f"sweep_{k}") for k in ("title", "x", "y", "flip", "now")})
-page.figure(fig, "score_vs_alpha", {"alpha": SWEEP.tolist(), "winner": [short[int(w)] for w in sweep.winners],
-                                    **{short[h]: sweep.scores[h].tolist() for h in show}},
-            caption=t("sweep_caption"))
+if q2:
+    fig = plots.score_vs_alpha_figure(SWEEP, sweep.scores, short, sweep.winners, show, alpha, sweep.flips,
+                                      {k: t(f"sweep_{k}") for k in ("title", "x", "y", "flip", "now")}, fmt=t.num)
+    page.figure(fig, "score_vs_alpha", {"alpha": SWEEP.tolist(), "winner": [short[int(w)] for w in sweep.winners],
+                                        **{short[h]: sweep.scores[h].tolist() for h in show}},
+                caption=t("sweep_caption"))
 
 # ---- not a probability ---------------------------------------------------------------------
 st.subheader(t("prob_title"))
@@ -147,33 +183,22 @@ for name, toks, S in ((t("cmp_beam", b=num_beams, a=alpha), hyps[sel.best].token
                       (t("cmp_sampled", T=T, seed=seed), tuple(s.token for s in sampled),
                        beam_rerank.steps_logprob(sampled))):
     cmp_rows.append({t("col_method"): name, cols["text"]: m.tokenizer.decode(list(toks)).replace("\n", "⏎"),
-                     cols["L"]: len(toks), cols["S"]: round(S, 4),
-                     cols["score"]: round(beam_search.normalized_score(S, len(toks), alpha), 4)})
+                     cols["L"]: len(toks), cols["S"]: t.num(S, ".4f"),
+                     cols["score"]: t.num(beam_search.normalized_score(S, len(toks), alpha), ".4f")})
 st.dataframe(cmp_rows, hide_index=True, width="stretch")
 st.caption(t("compare_caption"))
 
 page.notice()
 
-# ---- live checks -------------------------------------------------------------------------
-same = sum(p.same for p in parity)
-ex = next(p for p in parity if p.alpha == 1.0 and p.early_stopping is False)
-winners = tuple(dict.fromkeys(hyps[int(w)].tokens for w in sweep.winners))
+# ---- live checks (lib/concepts/beam_search/checks.py) -------------------------------------
+with st.spinner(t("running_generate", b=num_beams, a=alpha)):
+    theirs = runtime.cached(generate_beam_search)(m.engine, prompt.ids, num_beams, n_new, ends, alpha, early_stopping)
+winners = checks.winners_over_alpha(rec, sweep)
 with st.spinner(t("running_rescore", k=len(winners))):
     rescored = runtime.cached(beam_search.sequence_logprobs)(m.engine, prompt.ids, winners)
-by_tokens = {h.tokens: h.sum_logprob for h in hyps}
-worst = max(abs(by_tokens[w] - s) for w, s in zip(winners, rescored))
-flip_ok, flip_detail = beam_rerank.flips_explained(sweep)
-page.checks([
-    CheckResult(t("check_parity", n=len(parity)), same == len(parity),
-                t("check_parity_detail", same=same, n=len(parity), a=ex.alpha, ours=ex.ours[1], theirs=ex.theirs[1],
-                  L=len(ex.theirs[0]))),
-    CheckResult(t("check_rescore", k=len(winners)), worst <= 1e-3, t("check_rescore_detail", d=worst)),
-    CheckResult(t("check_prob"), pv.total_prob <= 1.0 + 1e-9,
-                t("check_prob_detail", n=len(hyps), P=pv.total_prob, Q=pv.total_exp_score, a=alpha)),
-    CheckResult(t("check_flips"), flip_ok,
-                t("check_flips_detail", n=len(sweep.flips), detail=flip_detail or "–")),
-])
+page.checks(checks.page_checks(rec, sel, theirs, parity, sweep, rescored, t))
 page.try_this()
-page.code(beam_search.beam_search, beam_search.select, beam_search.FinishedPool, beam_rerank.crossing_alpha)
+page.code(beam_search.beam_search, beam_search.select, beam_search.FinishedPool, beam_rerank.crossing_alpha,
+          generate_beam_search)
 page.sources()
 page.finish()

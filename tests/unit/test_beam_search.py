@@ -178,3 +178,53 @@ def test_bad_settings_are_rejected(tiny):
     partial.n_steps, partial.best_running = 3, [-0.1] * 3    # stopped early, beams still promising
     with pytest.raises(ValueError):
         select(partial, 1.0, False)
+
+
+def test_generate_on_our_engine_equals_hf_generate_and_our_search(tiny):
+    """generate_beam_search (transformers' whole generate on our engine's forward) returns what
+    transformers' generate returns on its own model, and what our search + select return."""
+    from lib.concepts.beam_search.beam_search_hf import generate_beam_search
+
+    hf, eng = tiny
+    for prompt, eos, nb, alpha, es in CASES[:5]:
+        theirs = generate_beam_search(eng, prompt, nb, MAX_NEW, eos, alpha, es)
+        assert theirs[0] == hf_generate(hf, prompt, nb, alpha, es, eos)[0], (prompt, nb, alpha, es)
+        rec = beam_search(eng, prompt, nb, MAX_NEW, eos_ids=eos, run_to_max=True)
+        s = select(rec, alpha, es)
+        assert (rec.hypotheses[s.best].tokens, s.score) == theirs, (prompt, nb, alpha, es)
+
+
+def test_step_events_tell_each_step(tiny):
+    from lib.concepts.beam_search import beam_steps
+
+    _, eng = tiny
+    rec = beam_search(eng, P1, 3, MAX_NEW, eos_ids=E1, run_to_max=True)
+    K = len(rec.candidates) // rec.n_steps
+    for step in range(rec.n_steps):
+        ev = beam_steps.step_events(rec, step)
+        assert [e.rank for e in ev] == list(range(1, K + 1))
+        assert sum(e.fate == KEPT for e in ev) == (3 if step < rec.n_steps - 1 else 0)
+        assert beam_steps.running_beams(rec, step) == (1 if step == 0 else 3)
+        assert all(len(e.prefix) == step for e in ev)
+    assert beam_steps.finished_by(rec, rec.n_steps - 1) == len(rec.hypotheses)
+    for h in rec.hypotheses:
+        assert beam_steps.path_tokens(rec, h.node) == h.tokens
+    with pytest.raises(ValueError):
+        beam_steps.step_events(rec, rec.n_steps)
+
+
+def test_page_checks_all_pass_on_a_tiny_search_and_fail_on_a_wrong_winner(tiny):
+    from lib.concepts.beam_search import checks
+    from lib.concepts.beam_search.beam_search_hf import generate_beam_search, search_with_parity
+
+    _, eng = tiny
+    rec, replays = search_with_parity(eng, P1, 3, MAX_NEW, E1, checks.PARITY_ALPHAS, checks.PARITY_MODES)
+    sel = select(rec, 1.0, False)
+    sw = sweep(rec, np.linspace(-1, 3, 41), False)
+    rescored = tuple(__import__("lib.concepts.beam_search.beam_search", fromlist=["x"]).sequence_logprobs(
+        eng, P1, checks.winners_over_alpha(rec, sw)))
+    theirs = generate_beam_search(eng, P1, 3, MAX_NEW, E1, 1.0, False)
+    key = lambda k, **_: k  # noqa: E731
+    assert all(r.passed for r in checks.page_checks(rec, sel, theirs, replays, sw, rescored, key))
+    wrong = (theirs[0][:-1], theirs[1])
+    assert not checks.page_checks(rec, sel, wrong, replays, sw, rescored, key)[0].passed

@@ -82,19 +82,29 @@ def sweep(record: BeamRecord, alphas, early_stopping=False, tol: float = 1e-4) -
                       score_lines(record, alphas), flips)
 
 
-def flips_explained(sw: AlphaSweep, tol: float = 2e-3) -> tuple[bool, str]:
-    """Every flip must sit where the two winners' score lines cross (within tol), or where the
-    stop rule ends the search at a different step (early_stopping=False/"never" only)."""
-    ok, parts = True, []
+def flip_reasons(sw: AlphaSweep, tol: float = 2e-3) -> list[tuple[Flip, str]]:
+    """Why each flip happens: "crossing" (it sits where the two winners' score lines cross,
+    within tol), "stop" (the stop rule ends the search at a different step; early_stopping
+    False/"never" only) or "unexplained"."""
+    out = []
     for f in sw.flips:
         if f.crossing is not None and abs(f.alpha - f.crossing) <= tol:
-            parts.append(f"{f.alpha:.4f} ≈ α* {f.crossing:.4f}")
+            out.append((f, "crossing"))
         elif f.stops[0] != f.stops[1]:
-            parts.append(f"{f.alpha:.4f}: stop step {f.stops[0] + 1} → {f.stops[1] + 1}")
+            out.append((f, "stop"))
         else:
-            ok = False
-            parts.append(f"{f.alpha:.4f}: unexplained (α* = {f.crossing})")
-    return ok, "; ".join(parts)
+            out.append((f, "unexplained"))
+    return out
+
+
+def flips_explained(sw: AlphaSweep, tol: float = 2e-3) -> tuple[bool, str]:
+    """(every flip explained, a short English account) — see flip_reasons."""
+    parts = []
+    for f, why in flip_reasons(sw, tol):
+        parts.append(f"{f.alpha:.4f} ≈ α* {f.crossing:.4f}" if why == "crossing" else
+                     f"{f.alpha:.4f}: stop step {f.stops[0] + 1} → {f.stops[1] + 1}" if why == "stop" else
+                     f"{f.alpha:.4f}: unexplained (α* = {f.crossing})")
+    return all(why != "unexplained" for _, why in flip_reasons(sw, tol)), "; ".join(parts)
 
 
 def steps_logprob(steps) -> float:

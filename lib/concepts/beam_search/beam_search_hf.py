@@ -1,8 +1,14 @@
 """transformers' own beam search code, fed by this project's model: the live reference.
 
 The page cannot keep transformers' copy of the model (the app frees it to save memory), so
-the *unmodified* algorithm `transformers.GenerationMixin._beam_search` is handed a thin
-adapter that answers its forward calls from one of two backends:
+transformers' *unmodified* code is handed a thin adapter that answers its forward calls:
+
+    generate_beam_search : `EngineForGenerate.generate(num_beams=..., length_penalty=...,
+                           early_stopping=..., do_sample=False)` -- transformers' whole
+                           `generate` (config validation, stopping criteria, `_beam_search`,
+                           cache reordering through `_reorder_cache`) on the engine's live
+                           forward. This is the page's parity check.
+    transformers_beam_search : `_beam_search` alone, on one of two backends:
 
     EngineBackend : the engine itself    prefill -> engine.forward(prompt, new KVCache)
                                          step    -> engine.forward(last tokens (B, 1), cache)
@@ -20,7 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from transformers import GenerationConfig, GenerationMixin
+from transformers import GenerationConfig, GenerationMixin, PretrainedConfig, PreTrainedModel
+from transformers.utils import ModelOutput
 from transformers.generation.logits_process import LogitsProcessorList
 from transformers.generation.stopping_criteria import (EosTokenCriteria, MaxLengthCriteria,
                                                        StoppingCriteriaList)
@@ -120,6 +127,75 @@ def transformers_beam_search(backend, prompt_ids, num_beams: int, max_new_tokens
     out = _ForGeneration(backend)._beam_search(ids, LogitsProcessorList(), StoppingCriteriaList(criteria),
                                                cfg, use_cache=True)
     return tuple(out.sequences[0, P:].tolist()), float(out.sequences_scores[0])
+
+
+class _EngineConfig(PretrainedConfig):
+    model_type = "lab-engine"
+
+
+@dataclass
+class _GenOut(ModelOutput):
+    logits: torch.Tensor | None = None     # (B, 1, V)
+    cache: object = None
+
+
+class EngineForGenerate(PreTrainedModel, GenerationMixin):
+    """A transformers model whose forward is the engine (EngineBackend) and whose cache is the
+    engine's KVCache, passed through `generate`'s model_kwargs under the name "cache". It has
+    no parameters of its own; `generate` reorders the cache rows through `_reorder_cache`."""
+    config_class = _EngineConfig
+    main_input_name = "input_ids"
+
+    def __init__(self, engine: Engine, capacity: int):
+        super().__init__(_EngineConfig(vocab_size=engine.spec.vocab, is_encoder_decoder=False))
+        self.backend, self.capacity = EngineBackend(engine), capacity
+        self.generation_config = GenerationConfig()
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(self.backend.engine.device)
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False                      # our own KVCache, created at the first forward
+
+    def prepare_inputs_for_generation(self, input_ids, **kwargs):
+        return {"input_ids": input_ids, "cache": kwargs.get("cache")}
+
+    def _update_model_kwargs_for_generation(self, outputs, model_kwargs, **_):
+        model_kwargs["cache"] = outputs.cache
+        return model_kwargs
+
+    def _reorder_cache(self, cache, beam_idx):
+        return self.backend.reorder(cache, beam_idx)
+
+    def forward(self, input_ids, cache=None, **_):
+        """input_ids (B, T): the whole sequence so far; only new tokens are run."""
+        if cache is None:
+            logits, cache = self.backend.prefill(input_ids, self.capacity)       # (B, 1, V)
+        else:
+            logits = self.backend.step(input_ids[:, -1:], cache)               # (B, 1, V)
+        return _GenOut(logits=logits, cache=cache)
+
+
+def generate_beam_search(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int, eos_ids=(),
+                         length_penalty: float = 1.0, early_stopping=False) -> tuple[tuple[int, ...], float]:
+    """(generated tokens, sequences_score) from transformers' `generate(num_beams=...,
+    length_penalty=..., early_stopping=..., do_sample=False)` running on the engine."""
+    ids = torch.tensor([list(prompt_ids)], device=engine.device)                 # (1, P)
+    ends = sorted(set(int(e) for e in eos_ids))
+    model = EngineForGenerate(engine, ids.shape[1] + max_new_tokens + 1)
+    out = model.generate(ids, num_beams=num_beams, length_penalty=float(length_penalty),
+                         early_stopping=early_stopping, do_sample=False, max_new_tokens=max_new_tokens,
+                         num_return_sequences=1, eos_token_id=ends or None, pad_token_id=ends[0] if ends else 0,
+                         return_dict_in_generate=True, output_scores=True)
+    P = ids.shape[1]
+    toks = out.sequences[0, P:].tolist()                                          # padded after an end token
+    for i, tok in enumerate(toks):
+        if tok in ends:
+            toks = toks[:i + 1]
+            break
+    return tuple(toks), float(out.sequences_scores[0])
 
 
 @dataclass(frozen=True)

@@ -18,16 +18,20 @@ def winner_path(record: BeamRecord, hyp_index: int) -> set[int]:
 
 
 def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, float], winner: int,
-                stop_step: int, labels: dict[str, str]) -> go.Figure:
+                stop_step: int, labels: dict[str, str], upto: int | None = None) -> go.Figure:
     """Beam tree: x = generated token number, y = the candidate's rank by Σ log p at its step
     (best on top). Kept beams blue, finished hypotheses green (orange if cut at
     max_new_tokens), pruned grey; the winner's path red. `scores` maps candidate index ->
-    normalized score for finished ones (hover)."""
+    normalized score for finished ones (hover). `upto` (0-based step): draw only the steps up to
+    it (the step-through); the winner's path is drawn only once the whole search is shown."""
     y = np.array([-float(c.rank) for c in record.candidates])   # root (the prompt) at y = 0
-    win = winner_path(record, winner)
+    last = record.n_steps - 1 if upto is None else min(upto, record.n_steps - 1)
+    win = winner_path(record, winner) if last == record.n_steps - 1 else set()
     fig = go.Figure()
     ex, ey, wx, wy = [], [], [], []
     for i, c in enumerate(record.candidates):
+        if c.step > last:
+            continue
         px, py = (0, 0.0) if c.parent < 0 else (c.step, y[c.parent])
         xs, ys = (wx, wy) if i in win else (ex, ey)
         xs += [px, c.step + 1, None]
@@ -35,9 +39,11 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
     fig.add_scatter(x=ex, y=ey, mode="lines", line=dict(color="rgba(150,150,150,0.35)", width=1),
                     hoverinfo="skip", showlegend=False)
     fig.add_scatter(x=wx, y=wy, mode="lines", line=dict(color=COLORS["win"], width=3.5),
-                    hoverinfo="skip", name=labels["winner"])
+                    hoverinfo="skip", name=labels["winner"], showlegend=bool(wx))
     groups = {"pruned": [], KEPT: [], FINISHED: [], "cut": []}
     for i, c in enumerate(record.candidates):
+        if c.step > last:
+            continue
         key = c.fate if c.fate != FINISHED else (FINISHED if c.ends else "cut")
         groups["pruned" if key == "pruned" else key].append(i)
     style = {"pruned": dict(size=6, symbol="circle", opacity=0.45),
@@ -66,8 +72,8 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
             hovertext=hover, hoverinfo="text")
     fig.add_scatter(x=[0], y=[0], mode="markers+text", text=[labels["prompt"]], textposition="bottom center",
                     marker=dict(size=12, color="black", symbol="diamond"), hoverinfo="skip", showlegend=False)
-    if stop_step < record.n_steps - 1:
-        fig.add_vrect(x0=stop_step + 1.5, x1=record.n_steps + 0.5, fillcolor="grey", opacity=0.12, line_width=0,
+    if stop_step < last:
+        fig.add_vrect(x0=stop_step + 1.5, x1=last + 1.5, fillcolor="grey", opacity=0.12, line_width=0,
                       annotation_text=labels["after_stop"], annotation_position="top left")
     fig.update_xaxes(title_text=labels["x"], dtick=1, range=[-1.2, record.n_steps + 0.7])
     K = max((c.rank for c in record.candidates), default=0) + 1
@@ -79,26 +85,28 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
 
 
 def score_vs_alpha_figure(alphas, lines: np.ndarray, names: list[str], winners: np.ndarray, show: list[int],
-                          alpha_now: float, flips, labels: dict[str, str]) -> go.Figure:
+                          alpha_now: float, flips, labels: dict[str, str], fmt=format) -> go.Figure:
     """Each shown hypothesis' score S / L^alpha, drawn as -score on a reversed log axis (higher
     = better): log(-S / L^alpha) = log(-S) - alpha log L is a straight line of slope -log L,
-    so lines of different lengths cross once. The winning stretch of each line is thick."""
+    so lines of different lengths cross once. The winning stretch of each line is thick.
+    `fmt(x, spec)` writes numbers in the page's language; labels "flip"/"now" take {a} as text."""
     fig = go.Figure()
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
     for j, h in enumerate(show):
         color = palette[j % len(palette)]
         fig.add_scatter(x=alphas, y=-lines[h], customdata=lines[h], mode="lines", name=names[h],
                         line=dict(color=color, width=1.5), legendgroup=str(h),
-                        hovertemplate="α=%{x:.2f}<br>score=%{customdata:.4f}<extra>" + names[h] + "</extra>")
+                        hovertemplate="α = %{x:.2f}<br>" + labels.get("score", "score") + " = %{customdata:.4f}<extra>"
+                        + names[h] + "</extra>")
         wins = np.where(winners == h, -lines[h], np.nan)
         if np.isfinite(wins).any():
             fig.add_scatter(x=alphas, y=wins, mode="lines", line=dict(color=color, width=6), opacity=0.5,
                             legendgroup=str(h), showlegend=False, hoverinfo="skip")
     for f in flips:
         fig.add_vline(x=f.alpha, line_dash="dot", line_color="black",
-                      annotation_text=labels["flip"].format(a=f.alpha), annotation_position="bottom right")
+                      annotation_text=labels["flip"].format(a=fmt(f.alpha, ".2f")), annotation_position="bottom right")
     fig.add_vline(x=alpha_now, line_color=COLORS["win"], line_width=2,
-                  annotation_text=labels["now"].format(a=alpha_now), annotation_position="top left")
+                  annotation_text=labels["now"].format(a=fmt(alpha_now, "g")), annotation_position="top left")
     fig.update_xaxes(title_text=labels["x"])
     fig.update_yaxes(title_text=labels["y"], type="log", autorange="reversed")
     fig.update_layout(title=labels["title"], height=520,
