@@ -52,7 +52,7 @@ def main() -> None:
         if only and name not in only:
             continue
         mod = importlib.import_module(f"bench.{name}")
-        if model is None:
+        if model is None and getattr(mod, "NEEDS_MODEL", True):
             from lib.model import model_loader
 
             model = model_loader.load("bundled", "cpu")
