@@ -30,32 +30,57 @@ def alpha_by_layer_figure(ks: list[int], alphas: list[float], chosen: int, label
 
 
 def block_figure(positions: list[str], p: list[float], q: list[float], accept: list[float],
-                 outcome: list[str], labels: dict[str, str]) -> go.Figure:
-    """A drafted block: p(d_i), q(d_i) and min(1, p/q) at each position, with the verdict."""
+                 u: list[float | None], outcome: list[str], labels: dict[str, str], fmt=format) -> go.Figure:
+    """A drafted block: p(d_i), q(d_i) and min(1, p/q) at each position (the verify forward
+    scored them all at once), and the uniform draw u of every position verified so far (None =
+    not reached yet) with its verdict. Hover numbers are written by `fmt(value, spec)`."""
     fig = go.Figure()
-    fig.add_bar(x=positions, y=q, name=labels["q"], marker_color="#9ecae1")
-    fig.add_bar(x=positions, y=p, name=labels["p"], marker_color="#3182bd")
-    fig.add_scatter(x=positions, y=accept, name=labels["accept"], mode="markers+text", text=outcome,
-                    textposition="top center", marker=dict(size=12, symbol="diamond", color="#e6550d"))
-    fig.update_yaxes(title_text=labels["y"], range=[0, 1.18])
-    fig.update_layout(title=labels["title"], barmode="group", height=440, legend=LEGEND)
+    fig.add_bar(x=positions, y=q, name=labels["q"], marker_color="#9ecae1",
+                text=[fmt(v, ".3f") for v in q], hovertemplate="%{x}: %{text}<extra>" + labels["q"] + "</extra>")
+    fig.add_bar(x=positions, y=p, name=labels["p"], marker_color="#3182bd",
+                text=[fmt(v, ".3f") for v in p], hovertemplate="%{x}: %{text}<extra>" + labels["p"] + "</extra>")
+    fig.update_traces(textposition="none")
+    fig.add_scatter(x=positions, y=accept, name=labels["accept"], mode="markers",
+                    marker=dict(size=16, symbol="diamond", color="#e6550d"),
+                    text=[fmt(v, ".3f") for v in accept], hovertemplate="%{x}: %{text}<extra>" + labels["accept"] + "</extra>")
+    xs = [x for x, v in zip(positions, u) if v is not None]
+    us = [v for v in u if v is not None]
+    fig.add_scatter(x=xs, y=us, name=labels["u"], mode="markers+text", text=[o for o, v in zip(outcome, u) if v is not None],
+                    textposition="middle right", textfont=dict(size=22),
+                    customdata=[fmt(v, ".3f") for v in us], hovertemplate="%{x}: u = %{customdata}<extra></extra>",
+                    marker=dict(size=16, symbol="x", color="#000000"))
+    fig.update_yaxes(title_text=labels["y"], range=[0, 1.1])
+    fig.update_layout(title=labels["title"], barmode="group", height=460, legend=LEGEND)
     return fig
 
 
-def speed_figure(gammas: list[int], lines: dict[str, list[float]], points: dict[str, list[float]],
-                 labels: dict[str, str], y_ref: float | None = 1.0) -> go.Figure:
-    """Predicted curves (lines) and measured values (markers) against the block length gamma."""
+def speed_figure(curve_x: list[int], curves: dict[str, list[float]], point_x: list[int],
+                 points: dict[str, list[float]], labels: dict[str, str], y_ref: float | None = 1.0,
+                 errors: dict[str, list[tuple[float, float]]] | None = None, fmt=format) -> go.Figure:
+    """Formula curves evaluated at every gamma in `curve_x` (lines join computed values only),
+    and measured values at the gammas really run (`point_x`): markers only, never joined, with
+    (low, high) error bars where `errors` gives them."""
     fig = go.Figure()
     palette = ["#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#fd8d3c"]
-    for i, (name, ys) in enumerate(lines.items()):
-        fig.add_scatter(x=gammas, y=ys, mode="lines", name=name,
-                        line=dict(color=palette[i // 2 % len(palette)], dash="solid" if i % 2 == 0 else "dot"))
+    for i, (name, ys) in enumerate(curves.items()):
+        fig.add_scatter(x=curve_x, y=ys, mode="lines+markers", name=name, marker=dict(size=5),
+                        line=dict(color=palette[i % len(palette)], dash="solid"),
+                        text=[fmt(y, ".2f") for y in ys], hovertemplate="γ = %{x}: %{text}<extra>" + name + "</extra>")
+    symbols = ["circle", "diamond", "square", "triangle-up"]
     for i, (name, ys) in enumerate(points.items()):
-        fig.add_scatter(x=gammas, y=ys, mode="markers", name=name,
-                        marker=dict(size=11, color=palette[i % len(palette)], symbol="circle"))
+        err = (errors or {}).get(name)
+        error_y = None
+        if err:
+            error_y = dict(type="data", symmetric=False, array=[hi - y for y, (_, hi) in zip(ys, err)],
+                           arrayminus=[y - lo for y, (lo, _) in zip(ys, err)], thickness=2)
+        fig.add_scatter(x=point_x, y=ys, mode="markers", name=name, error_y=error_y,
+                        marker=dict(size=13, color=palette[i % max(len(curves), 1) % len(palette)],
+                                    symbol=symbols[(i // max(len(curves), 1)) % len(symbols)],
+                                    line=dict(width=1, color="#000000")),
+                        text=[fmt(y, ".2f") for y in ys], hovertemplate="γ = %{x}: %{text}<extra>" + name + "</extra>")
     if y_ref is not None:
         fig.add_hline(y=y_ref, line_dash="dash", line_color="grey")
     fig.update_xaxes(title_text=labels["x"], dtick=1)
     fig.update_yaxes(title_text=labels["y"], rangemode="tozero")
-    fig.update_layout(title=labels["title"], height=440, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=480, legend=LEGEND)
     return fig

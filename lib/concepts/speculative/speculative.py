@@ -51,20 +51,50 @@ def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return (r / total).to(p.dtype) if total > 0 else p.clone()
 
 
-def accept_or_resample(p: torch.Tensor, q: torch.Tensor, x: int, gen: torch.Generator) -> tuple[bool, int]:
-    """One verification step for a draft token x ~ q: (accepted, output token).
+def acceptance_ratio(p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
+    """min(1, p(x) / q(x)) for proposals x ~ q (so q(x) > 0): q(x) <= p(x) always passes."""
+    return torch.clamp(p_x.double() / q_x.double(), max=1.0)
 
-    Accepted -> the output is x. Rejected -> the output is drawn from the residual."""
-    px, qx = float(p[x]), float(q[x])
-    u = float(torch.rand((), generator=gen, dtype=torch.float64))
-    # q(x) <= p(x): ratio >= 1, always accept; else accept with probability p(x) / q(x)
-    if u < min(1.0, px / qx):
-        return True, x
-    # rejected: the residual norm(max(0, p - q)) puts back exactly the mass the draft took away
-    r = residual(p, q)
-    if int((r > 0).sum()) == 1:
-        return False, int(r.argmax())
-    return False, int(torch.multinomial(r.float(), 1, generator=gen))
+
+def _draw(dist: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
+    """n tokens from `dist` (V,); a one-hot dist (greedy) gives its token without a draw."""
+    if int((dist > 0).sum()) == 1:
+        return torch.full((n,), int(dist.argmax()), dtype=torch.long)
+    return torch.multinomial(dist.float(), n, replacement=True, generator=gen)
+
+
+@dataclass
+class Verdict:
+    """The verification of n proposals x_i ~ q at one position (n = 1 in the decoder)."""
+    accepted: torch.Tensor     # (n,) bool: u < min(1, p(x)/q(x))
+    out: torch.Tensor          # (n,) the output token: x if accepted, else a correction draw
+    u: torch.Tensor            # (n,) the uniform draws
+    ratio: torch.Tensor        # (n,) min(1, p(x)/q(x))
+
+
+def accept_or_resample(p: torch.Tensor, q: torch.Tensor, x, gen: torch.Generator,
+                       correction: str = "residual") -> Verdict:
+    """Verify proposals x (int or (n,) ids, each drawn from q) against the target's p.
+
+    Each x is accepted if its uniform draw u < min(1, p(x)/q(x)); a rejected one is replaced
+    by a draw from the residual norm(max(0, p - q)). This is the function the decoder runs
+    (SpeculativeDecoder.step, n = 1) and the Monte Carlo runs (n trials at once).
+    correction: "residual" (exact), "target" (redraw from p: wrong) or "none" (keep x: wrong)."""
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
+    x = torch.as_tensor(x, dtype=torch.long).reshape(-1)                         # (n,)
+    u = torch.rand(x.shape, generator=gen, dtype=torch.float64)                  # (n,)
+    ratio = acceptance_ratio(p[x], q[x])                                         # (n,)
+    accepted = u < ratio
+    if correction == "none":
+        accepted = torch.ones_like(accepted)
+    out = x.clone()
+    rejected = ~accepted
+    n_rej = int(rejected.sum())
+    if n_rej:
+        # the residual puts back exactly the mass the draft took away where p > q
+        out[rejected] = _draw(residual(p, q) if correction == "residual" else p, n_rej, gen)
+    return Verdict(accepted, out, u, ratio)
 
 
 @dataclass
@@ -80,22 +110,14 @@ class MonteCarlo:
 
 
 def monte_carlo(p: torch.Tensor, q: torch.Tensor, n: int, seed: int, correction: str = "residual") -> MonteCarlo:
-    """n independent trials of "draft x ~ q, verify against p", vectorised.
-
-    correction: "residual" (exact), "target" (redraw from p on rejection) or "none" (keep x)."""
+    """n independent trials of "draft x ~ q, verify against p" through the decoder's own
+    `accept_or_resample` (all n at once)."""
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
     gen = torch.Generator().manual_seed(int(seed))
     x = torch.multinomial(q.float(), n, replacement=True, generator=gen)         # (n,) proposals
-    u = torch.rand(n, generator=gen, dtype=torch.float64)                        # (n,)
-    ratio = torch.clamp(p.double()[x] / q.double()[x], max=1.0)                  # (n,) min(1, p/q)
-    accepted = u < ratio
-    if correction == "none":
-        accepted = torch.ones_like(accepted)
-    fallback_dist = residual(p, q) if correction == "residual" else p
-    fallback = torch.multinomial(fallback_dist.float(), n, replacement=True, generator=gen)  # (n,)
-    out = torch.where(accepted, x, fallback)
-    return MonteCarlo(out.numpy(), accepted.numpy(), correction)
+    v = accept_or_resample(p, q, x, gen, correction)
+    return MonteCarlo(v.out.numpy(), v.accepted.numpy(), correction)
 
 
 @dataclass

@@ -24,7 +24,7 @@ import torch
 
 from lib.core.engine import Engine
 from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
-from lib.concepts.speculative.speculative import accept_or_resample
+from lib.concepts.speculative.speculative import accept_or_resample, residual
 
 
 @dataclass
@@ -41,8 +41,10 @@ class BlockRecord:
     from_residual: bool             # True if `token` came from the residual after a rejection
     draft_s: float                  # wall time of this block's draft work
     target_s: float                 # wall time of this block's target forward
+    u: list[float] = field(default_factory=list)  # (<= g,) the uniform draw of each verified proposal
     top_p: list[list[tuple[int, float]]] = field(default_factory=list)  # per position (g+1): top of p
     top_q: list[list[tuple[int, float]]] = field(default_factory=list)  # per position (g): top of q
+    top_r: list[tuple[int, float]] = field(default_factory=list)  # top of the residual at the rejection
 
     @property
     def emitted(self) -> int:
@@ -101,6 +103,12 @@ class SpecRun:
         return sum(b.target_s for b in self.blocks)
 
 
+def rollback_length(n_before: int, accepted: int) -> int:
+    """Entries the target's cache keeps after a block that started with `n_before` entries:
+    the pending token it was fed first, plus the accepted drafts (the rejected ones go)."""
+    return n_before + 1 + accepted
+
+
 def _top(probs: torch.Tensor, k: int) -> list[tuple[int, float]]:
     v, i = torch.topk(probs, k)
     return [(int(a), float(b)) for a, b in zip(i, v) if b > 0]
@@ -138,28 +146,31 @@ class SpeculativeDecoder:
         t2 = time.perf_counter()
         p = torch.stack([run_pipeline(logits[i], self.cfg).probs for i in range(g + 1)])  # (g+1, V)
 
-        accepted, token, from_residual = 0, None, False
+        accepted, token, from_residual, draws = 0, None, False, []
         for i in range(g):
-            ok, out = accept_or_resample(p[i], q[i], drafts[i], self.gen)
-            if not ok:                       # first rejection: `out` came from the residual
-                token, from_residual = out, True
+            v = accept_or_resample(p[i], q[i], drafts[i], self.gen)
+            draws.append(float(v.u[0]))
+            if not bool(v.accepted[0]):      # first rejection: the output came from the residual
+                token, from_residual = int(v.out[0]), True
                 break
             accepted += 1
         if token is None:                    # all g accepted: a bonus token from p_{g+1}
             token = sample_next(p[g], self.gen)
 
         self.committed += drafts[:accepted] + [token]
-        self.cache.crop(n_before + 1 + accepted)      # keep pending + accepted drafts
+        self.cache.crop(rollback_length(n_before, accepted))   # keep pending + accepted drafts
         self.draft.rollback(len(self.committed))
         rec = BlockRecord(
             proposals=list(drafts), q_prob=[float(q[i, d]) for i, d in enumerate(drafts)],
             p_prob=[float(p[i, d]) for i, d in enumerate(drafts)],
             alpha=[float(torch.minimum(p[i], q[i]).sum()) for i in range(g)],
             accepted=accepted, token=token, from_residual=from_residual,
-            draft_s=t1 - t0, target_s=t2 - t1)
+            draft_s=t1 - t0, target_s=t2 - t1, u=draws)
         if self.keep_top:
             rec.top_p = [_top(p[i], self.keep_top) for i in range(g + 1)]
             rec.top_q = [_top(q[i], self.keep_top) for i in range(g)]
+            if from_residual:
+                rec.top_r = _top(residual(p[accepted], q[accepted]), self.keep_top)
         return rec
 
 
