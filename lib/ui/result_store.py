@@ -44,12 +44,43 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _imports(path: Path, module: str) -> set[str]:
+def parse(path: Path) -> ast.AST:
+    """ast.parse of a file, retried: CPython 3.11.7 can fail with "SystemError: AST constructor
+    recursion depth mismatch" when two threads build ASTs at once."""
+    source = path.read_text(encoding="utf-8")
+    for attempt in range(5):
+        try:
+            return ast.parse(source, str(path))
+        except SystemError:
+            if attempt == 4:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def precompute_versions() -> int:
+    """Code versions of every lib module now (at start, under the start lock), so no session
+    thread parses sources later. Returns how many."""
+    n = 0
+    for p in LIB.rglob("*.py"):
+        rel = p.relative_to(LIB).with_suffix("")
+        parts = ["lib", *rel.parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if len(parts) > 1 and parts[1] == "ui":
+            continue
+        code_version(".".join(parts))
+        n += 1
+    return n
+
+
+@lru_cache(maxsize=None)
+def _imports(path: Path, module: str) -> frozenset[str]:
     """Names of lib modules imported anywhere in `path` (`from lib.x import y` may name a module
     lib.x.y or a function of lib.x: both are tried)."""
     out: set[str] = set()
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse(path)):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -59,7 +90,7 @@ def _imports(path: Path, module: str) -> set[str]:
                 base = ".".join(anchor + ([base] if base else []))
             out.add(base)
             out.update(f"{base}.{a.name}" for a in node.names)
-    return {m for m in out if m.startswith("lib.")}
+    return frozenset(m for m in out if m.startswith("lib."))
 
 
 @lru_cache(maxsize=None)
@@ -87,8 +118,13 @@ def code_version(module: str) -> str:
     h = hashlib.sha256()
     for p in module_closure(module):
         h.update(str(p.relative_to(LIB)).encode())
-        h.update(p.read_bytes())
+        h.update(_file_digest(p))
     return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=None)
+def _file_digest(path: Path) -> bytes:
+    return hashlib.sha256(path.read_bytes()).digest()
 
 
 def fn_module(fn) -> str:

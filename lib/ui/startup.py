@@ -67,12 +67,14 @@ def _lazy_imports() -> list[str]:
     import importlib
     from pathlib import Path
 
+    from lib.ui.result_store import parse
+
     root = Path(__file__).resolve().parents[2]
     wanted: set[tuple[str, str | None]] = set()
     for path in list((root / "lib").rglob("*.py")) + list((root / "pages").glob("*.py")):
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, ValueError):
+            tree = parse(path)
+        except (OSError, SyntaxError, ValueError, SystemError):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -118,6 +120,9 @@ def once() -> None:
         _few_malloc_arenas()
         _heavy_imports()
         lazy_missing[:] = _lazy_imports()
+        from lib.ui.result_store import precompute_versions
+
+        precompute_versions()
         import_seconds = time.perf_counter() - t0
         from lib.ui import prewarm
 
