@@ -4,7 +4,8 @@ bounded in bytes, persisted to the cache folder.
 For one key (function, its arguments' values, the model's key):
 1. in memory          -> returned at once;
 2. in flight          -> this caller waits for the thread computing it and gets the same
-                         result (or the same exception): thirty identical sessions compute once;
+                         result (or the same exception; if that session was stopped or rerun,
+                         the waiter computes it itself): thirty identical sessions compute once;
 3. in the cache folder (same code version) -> loaded (a restarted server shows defaults at once);
 4. otherwise          -> computed inside `model_work()` (so a timed measurement elsewhere runs
                          alone), at most `LLM_LAB_WORKERS` computations at once (default: half
@@ -159,8 +160,12 @@ class Memo:
         if not mine:
             stats["waited"] += 1
             flight.done.wait()
-            if flight.error is not None:
+            if isinstance(flight.error, Exception):
                 raise flight.error
+            if flight.error is not None:
+                # The computing session was stopped or rerun (Streamlit's control-flow
+                # exceptions belong to that session alone): compute it here instead.
+                return self(*args, **kwargs)
             _note(self.name, "shared" if flight.origin == "computed" else flight.origin, flight.prov)
             return flight.value
         try:

@@ -151,3 +151,34 @@ def test_a_function_defined_in_a_page_is_versioned_by_that_page(tmp_path):
     assert name == "some-page.f"
     page.write_text(page.read_text() + "# edited\n")
     assert result_store.fn_version(ns["f"]) != v1
+
+
+class _Rerun(BaseException):
+    """Stands for Streamlit's RerunException/StopException (BaseException, one session's own)."""
+
+
+def test_a_waiter_computes_itself_when_the_computing_session_is_rerun(fresh):
+    state = {"n": 0}
+
+    def interrupted_once(x):
+        state["n"] += 1
+        time.sleep(0.3)
+        if state["n"] == 1:
+            raise _Rerun()
+        return x + 1
+
+    m = memo.Memo(interrupted_once, _arg_key)
+    got = []
+
+    def first():
+        try:
+            m(1)
+        except _Rerun:
+            got.append("rerun")
+
+    t = threading.Thread(target=first)
+    t.start()
+    time.sleep(0.1)
+    got.append(m(1))                      # waits for the first, then computes itself
+    t.join()
+    assert sorted(map(str, got)) == ["2", "rerun"] and state["n"] == 2
