@@ -175,3 +175,36 @@ def test_inputs_untouched_by_measurements():
     lb.top_change(x, ((2, 1.0),), (), 1.0)
     assert torch.equal(x, LOGITS)
     np.testing.assert_array_equal(PROBS.log().numpy(), x.numpy())
+
+
+def test_fp32_sum_overflows_before_the_largest_single_exp():
+    from lib.concepts.stable_softmax import stable_softmax as ss
+
+    z = torch.tensor([3.0, 2.0, 1.0, 0.0])
+    c_sum, c_one = ss.fp32_overflow_points(z, 1.0)
+    assert c_one - c_sum == pytest.approx(float(torch.logsumexp(z.double(), 0)) - 3.0, abs=1e-9)
+    mid = (c_sum + c_one) / 2
+    zz = ss.transform(z, 1.0, mid, torch.float32)
+    assert ss.naive_status(zz) == "overflow" and not bool(torch.isinf(torch.exp(zz)).any())
+
+
+def test_shift_report_bounds_the_rounding_and_catches_a_wrong_softmax(monkeypatch):
+    from lib.concepts.stable_softmax import stable_softmax as ss
+
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(500, generator=g) * 4
+    for name, eps in (("fp16", 1e-3), ("bf16", 8e-3), ("fp32", 1.2e-7)):
+        for c in (-100.0, 0.0, 60.0):
+            r = ss.shift_report(z, 1.0, c, name)
+            assert r.excess <= eps, (name, c, r)
+    monkeypatch.setattr(ss, "stable_softmax", lambda x: torch.softmax(x.float() * 1.01, -1).to(x.dtype))
+    assert ss.shift_report(z, 1.0, 0.0, "fp32").excess > 1e-4
+
+
+def test_temperature_entropy_is_never_negative_zero():
+    import math as _m
+
+    from lib.concepts.temperature import temperature as tm
+
+    h = tm.entropy_bits(torch.tensor([1.0, 0.0, 0.0]))
+    assert h == 0.0 and _m.copysign(1.0, h) == 1.0

@@ -70,8 +70,17 @@ def sweep_figure(sweep, windows: dict[str, tuple[float, float]], offset: float, 
         fig.add_scatter(x=xs, y=ys, mode="markers", name=L[status],
                         marker=dict(color=STATUS_COLOUR[status], size=9, symbol="square"),
                         hovertemplate="c = %{x:.2f}, %{y}: " + L[status] + "<extra></extra>")
-    fig.add_vline(x=offset, line_dash="dot", line_color="black", annotation_text=L["yours"])
+    row = L["stable_row"]                     # one more row: the stable form, in every dtype at once
+    ok = [all(sweep.stable_ok[n][i] for n in names) for i in range(len(sweep.offsets))]
+    for good, colour, label in ((True, STATUS_COLOUR["ok"], L["stable_ok"]), (False, STATUS_COLOUR["overflow"], L["stable_bad"])):
+        xs = [float(c) for c, o in zip(sweep.offsets, ok) if o == good]
+        if xs:
+            fig.add_scatter(x=xs, y=[row] * len(xs), mode="markers", name=label,
+                            marker=dict(color=colour, size=9, symbol="diamond"),
+                            hovertemplate="c = %{x:.2f}: " + label + "<extra></extra>")
+    fig.add_vline(x=offset, line_dash="dot", line_color="black", annotation_text=L["yours"],
+                  annotation_position="bottom right")
     fig.update_xaxes(title_text=L["x"])
-    fig.update_yaxes(categoryorder="array", categoryarray=names[::-1], title_text=L["y"])
-    fig.update_layout(title=L["title"], height=320, legend=LEGEND)
+    fig.update_yaxes(categoryorder="array", categoryarray=[row] + names[::-1], title_text=L["y"])
+    fig.update_layout(title=L["title"], height=360, legend=LEGEND, margin=dict(t=60))
     return fig

@@ -151,12 +151,19 @@ def safe_window(logits: torch.Tensor, scale: float, dtype_name: str) -> tuple[fl
     return underflow_threshold(dt) - top, min(overflow_threshold(dt) - top, FLOAT32_OVERFLOW - lse)
 
 
+def fp32_overflow_points(logits: torch.Tensor, scale: float) -> tuple[float, float]:
+    """(c where the float32 sum of exp(s * logits + c) overflows, c where the largest single
+    exp does): the sum goes first, by logsumexp - max = -ln(top probability)."""
+    z64 = logits.double() * scale
+    return FLOAT32_OVERFLOW - float(torch.logsumexp(z64, -1)), overflow_threshold(torch.float32) - float(z64.max())
+
+
 @dataclass
 class OffsetSweep:
     offsets: np.ndarray                      # (n,)
     measured: dict[str, list[str]]           # dtype -> (n,) naive_status at each offset
     predicted: dict[str, list[str]]          # dtype -> (n,) predicted_status at each offset
-    stable_ok: dict[str, list[bool]]         # dtype -> (n,) stable sum finite and >= 1
+    stable_ok: dict[str, list[bool]]         # dtype -> (n,) stable_softmax finite and summing to 1 (±1e-2)
 
     def mismatches(self) -> int:
         return sum(a != b for n in self.measured for a, b in zip(self.measured[n], self.predicted[n]))
@@ -173,10 +180,30 @@ def offset_sweep(logits: torch.Tensor, scale: float, offsets, dtype_names=tuple(
             z = transform(logits, scale, float(c), dt)                             # (V,)
             m.append(naive_status(z))
             p.append(predicted_status(z))
-            st = float(torch.exp(z - z.max()).float().sum())
-            ok.append(1.0 <= st < float("inf"))
+            q = stable_softmax(z).double()                                         # (V,)
+            ok.append(bool(torch.isfinite(q).all()) and abs(float(q.sum()) - 1.0) <= 1e-2)
         meas[name], pred[name], stab[name] = m, p, ok
     return OffsetSweep(offs, meas, pred, stab)
+
+
+@dataclass
+class ShiftReport:
+    """stable_softmax of the shifted, stored logits against the exact softmax of the UNshifted ones."""
+    delta: float       # max |z as stored - (s * logits + c) exactly|: rounding to the dtype
+    max_diff: float    # max_i |stable_i - exact_i|
+    excess: float      # max_i (|stable_i - exact_i| - exact_i (e^(2 delta) - 1)): <= eps if only rounding
+
+
+def shift_report(logits: torch.Tensor, scale: float, offset: float, dtype_name: str) -> ShiftReport:
+    """Shift invariance as the implementation sees it: perturbing every logit by at most delta
+    moves each p_i by a factor in [e^(-2 delta), e^(2 delta)], so beyond that bound only the
+    output rounding (one eps of the dtype) may remain."""
+    z = transform(logits, scale, offset, DTYPES[dtype_name])                        # (V,)
+    z_exact = logits.double() * scale + offset
+    delta = float((z.double() - z_exact).abs().max())
+    exact = torch.softmax(logits.double() * scale, dim=-1)                          # no shift at all
+    d = (stable_softmax(z).double() - exact).abs()
+    return ShiftReport(delta, float(d.max()), float((d - exact * math.expm1(2 * delta)).max()))
 
 
 def shift_invariance(logits: torch.Tensor, offsets) -> float:
