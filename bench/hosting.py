@@ -4,7 +4,7 @@
 
 - `prepare_peak_rss_mb`: `python -m lib.model.bundled_model` in a fresh process on an empty
   cache (LLM_LAB_CACHE = a new temporary folder, so the GGUF is assembled too); the peak is
-  the child's ru_maxrss from wait4, what `/usr/bin/time -v` reports. Target <= 1500.
+  the child's VmHWM (what `/usr/bin/time -v` reports as maximum resident set size). Target <= 1500.
 - `tour_peak_rss_mb`: a fresh `streamlit run app.py` (port 8616); headless Chromium opens the
   home page and every concept page, English then Indonesian, one after another, each until
   its script has finished; psutil samples the resident memory of the server and all of its
@@ -36,19 +36,22 @@ FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "-
 MB = 1e6
 
 
+_PREPARE = ("import runpy, sys; sys.argv = ['bundled_model']; runpy.run_module('lib.model.bundled_model', run_name='__main__'); "
+            "print('VmHWM', [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
+
+
 def prepare_peak() -> dict:
-    """Peak resident memory of preparing the bundled model in a fresh process, empty cache."""
+    """Peak resident memory of preparing the bundled model in a fresh process, empty cache.
+    The peak is the child's own VmHWM (kB), read at its end: ru_maxrss would also count the
+    parent's memory, which a forked child holds for an instant before exec."""
     with tempfile.TemporaryDirectory(prefix="llm-lab-empty-cache-") as cache:
         env = dict(os.environ, LLM_LAB_CACHE=cache, PYTHONPATH=str(ROOT))
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "lib.model.bundled_model"], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            raise RuntimeError(f"preparation failed: {proc.stderr.read()[-500:]!r}")
-        return {"prepare_peak_rss_mb": round(usage.ru_maxrss * 1024 / MB),   # ru_maxrss is in KiB
-                "prepare_empty_cache_s": round(time.perf_counter() - t0, 1)}
+        done = subprocess.run([sys.executable, "-c", _PREPARE], cwd=ROOT, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"preparation failed: {done.stderr[-500:]!r}")
+        kb = int(done.stdout.split("VmHWM")[-1].split("'")[1])
+        return {"prepare_peak_rss_mb": round(kb * 1024 / MB), "prepare_empty_cache_s": round(time.perf_counter() - t0, 1)}
 
 
 class TreeSampler(threading.Thread):

@@ -76,6 +76,17 @@ def prefill_activation_bytes(spec, batch: int, tokens: int, bytes_per_element: i
     return max(layer, stream + 2 * B * spec.vocab * e) if logits else layer
 
 
+PREFILL_LAYERS = 6   # the prefill probe runs one period of Gemma 3's layout: 5 sliding-window layers + 1 global
+
+
+def truncated_spec(spec, layers: int):
+    """The same model with only its first `layers` layers (the prefill probe's model)."""
+    from dataclasses import replace
+
+    return replace(spec, n_layers=layers, layer_types=spec.layer_types[:layers], windows=spec.windows[:layers],
+                   rope_thetas=spec.rope_thetas[:layers])
+
+
 def spec_shape(spec) -> dict:
     """What the kv probe needs to know about the model."""
     return {"n_layers": spec.n_layers, "n_kv_heads": spec.n_kv_heads, "head_dim": spec.head_dim,
@@ -126,7 +137,7 @@ def compare_prefill(spec, probe: ProbeResult) -> Comparison | None:
     pre = probe.steps["prefill"]
     if pre.get("peak_delta") is None:
         return None
-    kv = kv_cache_bytes(spec, pre["tokens"], pre["batch"], positions=True)
+    kv = kv_cache_bytes(truncated_spec(spec, pre.get("layers", spec.n_layers)), pre["tokens"], pre["batch"], positions=True)
     return Comparison("prefill_peak", kv + prefill_activation_bytes(spec, pre["batch"], pre["tokens"], logits=False),
                       pre["peak_delta"])
 

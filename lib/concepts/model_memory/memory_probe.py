@@ -175,28 +175,55 @@ def weights_mode(args: dict) -> None:
     emit("weights", 0, float32=total32, bfloat16=total16, n_params=n_params, pieces=pieces, max_piece=max_piece)
 
 
+def _embedding_rows(folder, ids: list[int]):
+    """Rows `ids` of the embedding E (V, D) read from model.safetensors with plain file reads
+    (no memory map: only these rows' bytes enter the process)."""
+    import torch
+
+    with (folder / "model.safetensors").open("rb", buffering=0) as f:
+        n = int.from_bytes(f.read(8), "little")
+        info = json.loads(f.read(n))["model.embed_tokens.weight"]
+        d = info["shape"][1]
+        out = torch.empty(len(ids), d, dtype=torch.float32)                    # (U, D)
+        for i, t in enumerate(ids):
+            f.seek(8 + n + info["data_offsets"][0] + t * d * 4)
+            f.readinto(out[i].numpy().view("uint8"))
+    return out
+
+
 def prefill_mode(args: dict) -> None:
-    """One prefill of the given token ids at batch B through the engine, weights memory-mapped
-    from engine.safetensors (read-only file pages, shared with the server through the page
-    cache), final hidden states only: the LM head would bring its 671 MB matrix into this
-    process, and its product for the last position (2 x B x V floats) is computed, not
-    measured. A warm-up with the same shapes first, so the measured peak is this prefill's
-    own tensors: the KV cache written and the activations."""
+    """One prefill of the given token ids at batch B through the first `layers` layers (default
+    all), weights memory-mapped from engine.safetensors (read-only file pages, shared with the
+    server through the page cache), final hidden states only. A smaller probe: the embedding
+    is a small vocabulary of the prompt's own tokens (their rows read from the file), and the
+    LM head, whose 671 MB matrix would enter this process, is not run (its product for the
+    last position, 2 x B x V floats, comes after the layers' peak). Every layer's activations
+    have the same shapes, so the peak of a few layers is the peak of all; the KV written is
+    the layers run. A warm-up with the same shapes first, so the measured peak is this
+    prefill's own tensors."""
     t0 = time.perf_counter()
     import torch
     from transformers import AutoConfig
 
+    from lib.concepts.model_memory.memory_accounting import truncated_spec
     from lib.core import engine_weights
     from lib.core.engine import Engine
     from lib.core.spec import spec_from_config
+    from lib.core.vocab_matrix import VocabMatrix
 
     torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
     folder = _folder()
     spec = spec_from_config(AutoConfig.from_pretrained(str(folder), local_files_only=True))
     emit("runtime", 0)                  # Python + torch + transformers, before any model data
-    engine = Engine(spec, engine_weights.load(folder / engine_weights.FILE, spec.n_layers), key="memory-probe")
+    k = min(int(args.get("layers", spec.n_layers)), spec.n_layers)
+    full = engine_weights.load(folder / engine_weights.FILE, spec.n_layers)
+    vocab = sorted(set(args["ids"]))
+    small = VocabMatrix.from_dense(_embedding_rows(folder, vocab).t())         # (D, U)
+    weights = engine_weights.EngineWeights(small, small, full.final_norm, full.layers[:k])
+    engine = Engine(truncated_spec(spec, k), weights, key="memory-probe")
     B = int(args.get("batch", 1))
-    ids = torch.tensor(args["ids"])[None].expand(B, -1).contiguous()          # (B, T)
+    index = {t: i for i, t in enumerate(vocab)}
+    ids = torch.tensor([index[t] for t in args["ids"]])[None].expand(B, -1).contiguous()   # (B, T)
     T = ids.shape[1]
     engine.forward(ids, engine.new_cache(B, capacity=T), logits="none")
     cache = engine.new_cache(B, capacity=T)
@@ -207,7 +234,7 @@ def prefill_mode(args: dict) -> None:
     engine.forward(ids, cache, logits="none")
     seconds = time.perf_counter() - t1
     peak = peak_rss() if has_peak else None
-    emit("prefill", before, batch=B, tokens=T, kv_nbytes=cache.nbytes(), prefill_seconds=seconds,
+    emit("prefill", before, batch=B, tokens=T, layers=k, kv_nbytes=cache.nbytes(), prefill_seconds=seconds,
          peak_delta=(peak - start_rss) if peak is not None else None, seconds=time.perf_counter() - t0)
 
 

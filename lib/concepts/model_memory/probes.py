@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from lib.concepts.model_memory.memory_accounting import (MiB, ProbeResult, kv_cache_bytes, parameter_count,
-                                                         prefill_activation_bytes, spec_shape)
+from lib.concepts.model_memory.memory_accounting import (PREFILL_LAYERS, MiB, ProbeResult, kv_cache_bytes,
+                                                         parameter_count, prefill_activation_bytes, spec_shape)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -137,9 +137,11 @@ def measure_weights(spec) -> ProbeResult:
     return run_probe({"mode": "weights"}, RUNTIME_BYTES + 1.5 * largest)
 
 
-def measure_prefill(spec, ids: tuple[int, ...], batch: int) -> ProbeResult:
-    """Measured peak of one prefill of `ids` at batch B (weights memory-mapped, no LM head)."""
-    layers = parameter_count(spec) - spec.vocab * spec.hidden * (1 if spec.tied_embeddings else 2)
-    need = (RUNTIME_BYTES + 4 * layers + kv_cache_bytes(spec, len(ids), batch)
+def measure_prefill(spec, ids: tuple[int, ...], batch: int, layers: int = PREFILL_LAYERS) -> ProbeResult:
+    """Measured peak of one prefill of `ids` at batch B through the first `layers` layers
+    (weights memory-mapped, the prompt's own embedding rows, no LM head)."""
+    layers = min(layers, spec.n_layers)
+    per_layer = (parameter_count(spec) - spec.vocab * spec.hidden * (1 if spec.tied_embeddings else 2)) / spec.n_layers
+    need = (RUNTIME_BYTES + 4 * per_layer * layers + kv_cache_bytes(spec, len(ids), batch)
             + prefill_activation_bytes(spec, batch, len(ids), logits=False))
-    return run_probe({"mode": "prefill", "batch": batch, "ids": list(ids)}, need)
+    return run_probe({"mode": "prefill", "batch": batch, "ids": list(ids), "layers": layers}, need)
