@@ -2,11 +2,11 @@
 import numpy as np
 import streamlit as st
 
-from lib.concepts.kv_quantization import kv_quant as kq
-from lib.concepts.quantization import quantize as qz
-from lib.ui import runtime
-from lib.concepts.check_result import CheckResult
+from lib.concepts.kv_quantization import checks, kv_quant as kq
 from lib.concepts.kv_quantization import figures as plots
+from lib.concepts.quantization import quantize as qz
+from lib.core.cache.quantized import Packed, QuantizedKVCache
+from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
 GRID_BITS = (8, 4, 2)
@@ -58,43 +58,58 @@ r16, r_k, r_v, r_kivi = runs[n_grid:]
 
 st.markdown(t("summary", P=report.n_prefix, E=report.n_eval, ppl=runs[0].effect.ppl_ref))
 
-# ---- key channel magnitudes ------------------------------------------------------------------
-kmax = report.key_channel_max.numpy()
-vmax = report.value_channel_max.numpy()
-fig = plots.channel_heatmap(kmax, {"title": t("fig_keys_title", P=report.n_prefix), "x": t("fig_keys_x"),
-                                   "y": t("layer_word"), "hover": t("layer_word") + " %{y}, ch %{x}: %{z:.3g}"})
-page.figure(fig, "key_channel_max", {f"layer_{l}": kmax[l].tolist() for l in range(len(kmax))},
-            caption=t("fig_keys_caption", kr=float(np.median(kmax.max(1) / np.median(kmax, 1))),
-                      vr=float(np.median(vmax.max(1) / np.median(vmax, 1)))))
+G = len(qz.GRANULARITIES)
+gran_label = {g: t(f"gran_{g}") + (f" {group}" if g == "group" else "") for g in qz.GRANULARITIES}
+gran_names = list(gran_label.values())
+grid_runs = {(b, g): (policies[i * G + j], runs[i * G + j]) for i, b in enumerate(GRID_BITS)
+             for j, g in enumerate(qz.GRANULARITIES)}
+
+# ---- predict: which scale choice hurts more at int2? ----------------------------------------
+kl_tok, kl_ch = grid_runs[(2, "token")][1].effect.kl_mean, grid_runs[(2, "channel")][1].effect.kl_mean
+answer = "same" if max(kl_tok, kl_ch) <= 1.1 * min(kl_tok, kl_ch) else "token" if kl_tok > kl_ch else "channel"
+revealed = page.predict("int2", t("predict_q"), ("token", "channel", "same"), answer,
+                        t("predict_why", kt=kl_tok, kc=kl_ch, x=max(kl_tok, kl_ch) / max(min(kl_tok, kl_ch), 1e-30)),
+                        format_func=lambda o: t(f"opt_{o}"))
 
 # ---- the grid ------------------------------------------------------------------------------
-gran_names = [t(f"gran_{g}") + (f" {group}" if g == "group" else "") for g in qz.GRANULARITIES]
-grid = lambda f: np.array([[f(runs[i * len(qz.GRANULARITIES) + j]) for j in range(len(qz.GRANULARITIES))]  # noqa: E731
-                           for i in range(len(GRID_BITS))])
+grid = lambda f: np.array([[f(grid_runs[(b, g)][1]) for g in qz.GRANULARITIES] for b in GRID_BITS])  # noqa: E731
 tv = grid(lambda r: r.attn_tv)
 kl = grid(lambda r: r.effect.kl_mean)
 dppl = grid(lambda r: r.effect.ppl_new - r.effect.ppl_ref)
 mem = grid(lambda r: r.bytes_stored)
-fig = plots.grid_figure(list(GRID_BITS), gran_names,
-                        [(t("m_tv"), tv, ".2g"), (t("m_kl"), kl, ".2g"), (t("m_ppl"), np.abs(dppl), ".3f"),
-                         (t("m_mem"), mem / 1024, ".0f")],
-                        t("fig_grid_title", E=E, r=residual))
-rows = [{"bits": b, "scale": gran_names[j], "bytes": int(mem[i, j]), "attn_TV": float(tv[i, j]),
-         "KL_nats": float(kl[i, j]), "ppl": runs[i * 4 + j].effect.ppl_new, "delta_ppl": float(dppl[i, j])}
-        for i, b in enumerate(GRID_BITS) for j in range(len(gran_names))]
-page.figure(fig, "grid", {k: [r[k] for r in rows] for k in rows[0]}, caption=t("fig_grid_caption"))
+rows = [{t("col_bits"): f"int{b}", t("col_scale"): gran_names[j], t("col_bytes"): int(mem[i, j]),
+         t("col_tv"): float(tv[i, j]), t("col_kl"): float(kl[i, j]),
+         t("col_ppl"): grid_runs[(b, qz.GRANULARITIES[j])][1].effect.ppl_new, t("col_dppl"): float(dppl[i, j])}
+        for i, b in enumerate(GRID_BITS) for j in range(G)]
+if revealed:
+    fig = plots.grid_figure(list(GRID_BITS), gran_names,
+                            [(t("m_tv"), tv, ".2g"), (t("m_kl"), kl, ".2g"), (t("m_ppl"), np.abs(dppl), ".3f")],
+                            t("fig_grid_title", E=E, r=residual), t.num)
+    page.figure(fig, "grid", {k: [r[k] for r in rows] for k in rows[0]}, caption=t("fig_grid_caption"))
 
 full = runs[0].bytes_full
-names = [f"int{r['bits']} {r['scale']}" for r in rows] + ["KIVI"]
-fig = plots.memory_figure(names, [r["bytes"] for r in rows] + [r_kivi.bytes_stored], full, full / 2,
+names = [f"int{b} {gran_names[j]}" for b in GRID_BITS for j in range(G)] + ["KIVI"]
+stored = [int(v) for v in mem.flatten()] + [r_kivi.bytes_stored]
+fig = plots.memory_figure(names, [v / 1024 for v in stored], full / 1024, full / 2048,
                           {"title": t("fig_mem_title", n=T), "y": t("fig_mem_y"), "stored": t("fig_mem_stored"),
-                           "full": t("fig_mem_full", b=full), "half": t("fig_mem_half", b=full / 2)})
-page.figure(fig, "memory", {"policy": names, "bytes": [r["bytes"] for r in rows] + [r_kivi.bytes_stored]})
+                           "full": t("fig_mem_full", b=full / 1024), "half": t("fig_mem_half", b=full / 2048)})
+page.figure(fig, "memory", {"policy": names, "bytes_allocated": stored})
+
+# ---- key channel magnitudes ------------------------------------------------------------------
+kmax = report.key_channel_max.numpy()
+vmax = report.value_channel_max.numpy()
+fig = plots.channel_heatmap(kmax, {"title": t("fig_keys_title", P=report.n_prefix), "x": t("fig_keys_x"),
+                                   "y": t("layer_word"), "hover": t("layer_word") + " %{y}, " + t("channel_word")
+                                   + " %{x}: %{z:.3g}"})
+page.figure(fig, "key_channel_max", {f"layer_{l}": kmax[l].tolist() for l in range(len(kmax))},
+            caption=t("fig_keys_caption", kr=float(np.median(kmax.max(1) / np.median(kmax, 1))),
+                      vr=float(np.median(vmax.max(1) / np.median(vmax, 1)))))
 
 # ---- keys vs values -------------------------------------------------------------------------
 st.subheader(t("kv_title"))
-kv_rows = [{t("col_policy"): lab, t("col_tv"): r.attn_tv, t("col_l0"): r.attn_max_layer0,
-            t("col_kl"): r.effect.kl_mean, t("col_ppl"): round(r.effect.ppl_new, 4), t("col_bytes"): r.bytes_stored}
+kv_rows = [{t("col_policy"): lab, t("col_tv"): t.num(r.attn_tv, ".3g"), t("col_l0"): t.num(r.attn_max_layer0, ".2e"),
+            t("col_kl"): t.num(r.effect.kl_mean, ".3g"), t("col_ppl"): t.num(r.effect.ppl_new, ".3f"),
+            t("col_bytes"): t.num(r.bytes_stored, ",")}
            for lab, r in ((t("pol_keys", b=bits, g=t(f"gran_{gran}")), r_k),
                           (t("pol_values", b=bits, g=t(f"gran_{gran}")), r_v),
                           (t("pol_kivi", b=bits, r=residual), r_kivi),
@@ -104,26 +119,16 @@ st.caption(t("kv_caption"))
 
 # ---- the formula ----------------------------------------------------------------------------
 st.subheader(t("formula_title"))
-formula = kq.kv_bytes_formula(s.n_layers, s.n_kv_heads, s.head_dim, T, 1, 4)
-st.markdown(t("formula_text", L=s.n_layers, K=s.n_kv_heads, d=s.head_dim, T=T, f=formula, n=report.cache_nbytes,
+tok8 = grid_runs[(8, "token")]
+st.markdown(t("formula_text", L=s.n_layers, K=s.n_kv_heads, d=s.head_dim, T=T,
+              f=int(kq.kv_bytes_formula(s.n_layers, s.n_kv_heads, s.head_dim, T, 1, 4)),
+              f8=int(kq.kv_bytes_formula(s.n_layers, s.n_kv_heads, s.head_dim, T, 1, 1)), m8=tok8[1].bytes_stored,
+              sc=tok8[1].bytes_stored - int(kq.kv_bytes_formula(s.n_layers, s.n_kv_heads, s.head_dim, T, 1, 1)),
               f16=kq.kv_bytes_formula(s.n_layers, s.n_kv_heads, s.head_dim, 32768, 1, 2) / 2**20))
 
 page.notice()
-
-# ---- live checks ----------------------------------------------------------------------------
-mono = [bool(kl[0, j] <= kl[1, j] <= kl[2, j]) for j in range(len(gran_names))]
-page.checks([
-    CheckResult(t("check_bytes"), formula == report.cache_nbytes,
-                t("check_bytes_detail", L=s.n_layers, K=s.n_kv_heads, d=s.head_dim, T=T, f=formula, n=report.cache_nbytes)),
-    CheckResult(t("check_mono"), all(mono),
-                t("check_mono_detail", ok=sum(mono), n=len(mono),
-                  vals="; ".join(f"{g}: {kl[0, j]:.2g} → {kl[1, j]:.2g} → {kl[2, j]:.2g}" for j, g in enumerate(gran_names)))),
-    CheckResult(t("check_16"), r16.effect.kl_mean < 1e-5 and r16.attn_max < 5e-3,
-                t("check_16_detail", kl=r16.effect.kl_mean, a=r16.attn_max)),
-    CheckResult(t("check_kv"), r_v.attn_max_layer0 == 0.0 and r_k.attn_max_layer0 > 0,
-                t("check_kv_detail", v=r_v.attn_max_layer0, k=r_k.attn_max_layer0, kl=r_v.effect.kl_mean)),
-])
+page.checks(checks.page_checks(s, (report.n_prefix, report.n_eval), grid_runs, r16, r_k, r_v, gran_label, t))
 page.try_this()
-page.code(kq.kv_bytes_formula, kq.QuantizedKVCache._commit, qz.quantize, kq.run_policy)
+page.code(kq.kv_bytes_formula, QuantizedKVCache.append, Packed.of, kq.run_policy)
 page.sources()
 page.finish()

@@ -56,3 +56,7 @@ def test_kv_cache_bytes_and_quantization_effects(real_model, text_ids):
     assert r16.effect.kl_mean < 1e-5 and r16.attn_max < 5e-3            # 16-bit round trip ~ lossless
     assert r8.effect.kl_mean < r2.effect.kl_mean and r8.attn_tv < r2.attn_tv   # fewer bits, more error
     assert r2.bytes_stored < r8.bytes_stored < r16.bytes_stored < ref.cache_nbytes
+    for r, b, g in ((r8, 8, "channel"), (r2, 2, "channel"), (r16, 16, "token")):   # measured storage = formula
+        pol = kq.KVQuantPolicy(QuantSpec(b, g), QuantSpec(b, g))
+        assert r.bytes_stored == kq.predicted_bytes(s, (ref.n_prefix, ref.n_eval), pol)
+        assert r.half_step <= 1.01                                     # read back within half a step

@@ -68,7 +68,21 @@ def test_residual_keeps_recent_entries_exact(eng):
     # stored bytes: 7 quantized entries (codes + one scale) + 5 full-precision entries, K and V
     s = eng.spec
     block = (1, s.n_kv_heads, 7, s.head_dim)
-    assert q.stored_bytes() == s.n_layers * (2 * storage_bytes(block, pol.key) + 2 * 5 * s.n_kv_heads * s.head_dim * 4)
+    assert q.nbytes() == s.n_layers * (2 * storage_bytes(block, pol.key) + 2 * 5 * s.n_kv_heads * s.head_dim * 4)
+    assert q.nbytes() == kq.predicted_bytes(s, (12,), pol)
+
+
+def test_packed_codes_round_trip_and_really_take_b_bits():
+    from lib.core.cache.quantized import Packed, pack, unpack
+    for b in (2, 4, 8, 16):
+        codes = torch.randint(-(2 ** (b - 1)) + 1, 2 ** (b - 1), (3, 5, 16), generator=torch.Generator().manual_seed(b))
+        data = pack(codes, b)
+        assert torch.equal(unpack(data, b), codes)
+        assert data.untyped_storage().nbytes() == 3 * 5 * 16 * b // 8
+    x = torch.randn(1, 2, 6, 16, generator=torch.Generator().manual_seed(0)) * 3
+    p = Packed.of(x, QuantSpec(4, "token"))
+    assert p.nbytes() == 2 * 6 * 16 // 2 + 2 * 6 * 2                       # int4 codes + one fp16 scale per token
+    assert ((p.dequant() - x).abs() <= p.step() / 2 * 1.0001).all()
 
 
 def test_ring_cache_gives_the_same_logits_as_the_full_cache(eng):

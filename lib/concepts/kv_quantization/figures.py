@@ -5,6 +5,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+CELL_FONT = 15       # heatmap cell text (px): readable on a projector
+
 
 def channel_heatmap(kmax: np.ndarray, labels: dict) -> go.Figure:
     """max |k| per (layer, head_dim channel) over the cached tokens."""
@@ -14,24 +16,26 @@ def channel_heatmap(kmax: np.ndarray, labels: dict) -> go.Figure:
     return fig
 
 
-def grid_figure(bits: list[int], grans: list[str], metrics: list[tuple[str, np.ndarray, str]], title: str) -> go.Figure:
-    """One small heatmap per metric: rows = bits, columns = scale choices, values written in."""
-    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[m[0] for m in metrics], horizontal_spacing=0.08)
-    for i, (_, z, fmt) in enumerate(metrics, 1):
-        text = [[format(v, fmt) for v in row] for row in z]
+def grid_figure(bits: list[int], grans: list[str], metrics: list[tuple[str, np.ndarray, str]], title: str,
+                fmt=format) -> go.Figure:
+    """One small heatmap per error metric: rows = bits, columns = scale choices, values
+    written in with fmt(value, spec) (the page's number format); colour = log10 of the value."""
+    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[m[0] for m in metrics], horizontal_spacing=0.06)
+    for i, (_, z, spec) in enumerate(metrics, 1):
+        text = [[fmt(float(v), spec) for v in row] for row in z]
         fig.add_trace(go.Heatmap(z=np.log10(np.maximum(z, 1e-9)), x=grans, y=[f"int{b}" for b in bits], text=text,
-                                 texttemplate="%{text}", colorscale="Reds", showscale=False,
-                                 hovertemplate="%{y} %{x}: %{text}<extra></extra>"), row=1, col=i)
+                                 texttemplate="%{text}", textfont=dict(size=CELL_FONT), colorscale="Reds",
+                                 showscale=False, hovertemplate="%{y} %{x}: %{text}<extra></extra>"), row=1, col=i)
         fig.update_yaxes(autorange="reversed", row=1, col=i)
-    fig.update_layout(title=title, height=330)
+    fig.update_layout(title=title, height=360)
     return fig
 
 
 def memory_figure(names: list[str], stored: list[float], full: float, half: float, labels: dict) -> go.Figure:
-    """Bars: the cache's bytes per policy, with the float32 and float16 sizes as lines."""
-    fig = go.Figure(go.Bar(x=names, y=stored, marker_color="#2ca02c", name=labels["stored"],
-                           hovertemplate="%{x}: %{y:,.0f} B<extra></extra>"))
+    """Bars: the storage each cache format allocated, with the float32 and float16 sizes as lines."""
+    fig = go.Figure(go.Bar(x=names, y=stored, marker_color="#4C78A8", name=labels["stored"],
+                           hovertemplate="%{x}: %{y:,.1f}<extra></extra>"))
     fig.add_hline(y=full, line_dash="dot", annotation_text=labels["full"], annotation_position="top left")
     fig.add_hline(y=half, line_dash="dash", annotation_text=labels["half"], annotation_position="top left")
-    fig.update_layout(title=labels["title"], yaxis_title=labels["y"], height=360)
+    fig.update_layout(title=labels["title"], yaxis_title=labels["y"], height=380)
     return fig

@@ -6,35 +6,28 @@ Quantizing the cache shrinks the last factor, but the approximated keys and valu
 the inference path: every later query is scored against the rounded keys (key error moves
 the attention weights) and mixes the rounded values (value error moves the output).
 
-`QuantizedKVCache` is a KVCache whose entries are fake-quantized (lib.concepts.quantization.quantize) when they
-leave the `residual` newest entries (KIVI keeps recent tokens in full precision). The
-entries that leave together form one block; "channel" and "tensor" scales are computed over
-that block's tokens, "token" and "group" scales per token. Keys and values have separate
-specs (KIVI: keys per channel, values per token). The engine sees an ordinary cache.
+The cache is lib.core.cache.quantized.QuantizedKVCache: entries that leave the `residual`
+newest (KIVI keeps recent tokens in full precision) are quantized as one block and stored as
+packed integer codes plus fp16 scales; attention reads them dequantized. "channel" and
+"tensor" scales are computed over a block's tokens, "token" and "group" scales per token.
+Keys and values have separate specs (KIVI: keys per channel, values per token).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
 from lib.concepts.quantization.activation_capture import Effect, compare
+from lib.concepts.quantization.quantize import storage_bytes
+from lib.core.cache.dense import KVCache
+from lib.core.cache.quantized import KVQuantPolicy, Packed, QuantizedKVCache, QuantSpec
 from lib.core.engine import Engine
 from lib.core.hooks import Recorder
-from lib.core.cache.dense import KVCache
-from lib.concepts.quantization.quantize import QuantSpec, fake_quantize, storage_bytes
 
-
-@dataclass(frozen=True)
-class KVQuantPolicy:
-    key: QuantSpec | None          # None = keys stay in full precision
-    value: QuantSpec | None        # None = values stay in full precision
-    residual: int = 0              # newest entries kept in full precision
-
-    def label(self) -> str:
-        k = self.key.label() if self.key else "fp"
-        v = self.value.label() if self.value else "fp"
-        return f"K {k} / V {v}" + (f" / recent {self.residual} fp" if self.residual else "")
+__all__ = ["KVQuantPolicy", "QuantizedKVCache", "QuantSpec", "kv_bytes_formula", "predicted_bytes", "KVRun",
+           "Reference", "reference", "run_policy", "half_step_ratio"]
 
 
 def kv_bytes_formula(n_layers: int, n_kv_heads: int, head_dim: int, tokens: int, batch: int,
@@ -43,53 +36,50 @@ def kv_bytes_formula(n_layers: int, n_kv_heads: int, head_dim: int, tokens: int,
     return 2 * n_layers * n_kv_heads * head_dim * tokens * batch * bytes_per_element
 
 
-class QuantizedKVCache(KVCache):
-    """KVCache whose entries older than the `residual` newest ones are fake-quantized."""
+def predicted_bytes(spec, appends: tuple[int, ...], policy: KVQuantPolicy, batch: int = 1, fp_bytes: int = 4) -> int:
+    """What a QuantizedKVCache should occupy after appends of these many tokens, from the
+    formula: every append moves the entries beyond the `residual` newest into one block, which
+    is stored as codes at b bits (kv_bytes_formula with b/8 bytes per element) plus one fp16
+    scale per group (storage_bytes); the rest (and unquantized K or V) at fp_bytes each."""
+    blocks, tail = [], 0
+    for n in appends:
+        tail += n
+        if tail > policy.residual:
+            blocks.append(tail - policy.residual)
+            tail = policy.residual
+    tokens = sum(appends)
+    L, H, d = spec.n_layers, spec.n_kv_heads, spec.head_dim
+    total = 0
+    for side in (policy.key, policy.value):
+        if side is None:
+            total += L * H * d * batch * tokens * fp_bytes
+            continue
+        for q in blocks:
+            codes = kv_bytes_formula(L, H, d, q, batch, side.bits / 8) / 2            # one of K, V
+            scales = storage_bytes((batch, H, q, d), side) - math.ceil(batch * H * q * d * side.bits / 8)
+            total += int(codes) + L * scales
+        total += L * H * d * batch * tail * fp_bytes
+    return total
 
-    def __init__(self, *args, policy: KVQuantPolicy, **kw):
-        super().__init__(*args, **kw)
-        self.policy = policy
-        self._done = [0] * self.n_layers          # entries [0, done) are quantized
-        self._qbytes = [0] * self.n_layers        # storage of those entries (codes + scales)
 
-    @classmethod
-    def from_cache(cls, cache: KVCache, policy: KVQuantPolicy) -> "QuantizedKVCache":
-        """A quantized copy of a full-precision cache (its entries quantized as one block)."""
-        k0 = cache.keys(0)
-        q = cls(cache.n_layers, cache.batch, k0.shape[1], k0.shape[3], k0.dtype, k0.device,
-                capacity=cache.length(0) + 64, policy=policy)
-        for l in range(cache.n_layers):
-            KVCache.append(q, l, cache.keys(l), cache.values(l), cache.positions(l))
-            q._commit(l)
-        q.next_position = cache.next_position
-        return q
-
-    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor):
-        super().append(layer, k, v, pos)
-        self._commit(layer)
-        return self.keys(layer), self.values(layer), self.positions(layer)
-
-    def _commit(self, layer: int) -> None:
-        """Quantize the entries that just left the residual window, as one block."""
-        start, stop = self._done[layer], self.length(layer) - self.policy.residual
-        if stop <= start:
-            return
-        for store, spec in ((self._k, self.policy.key), (self._v, self.policy.value)):
-            block = store[layer][:, :, start:stop]                          # (B, Hkv, n, d)
-            if spec is not None:
-                store[layer][:, :, start:stop] = fake_quantize(block, spec)
-                self._qbytes[layer] += storage_bytes(tuple(block.shape), spec)
-            else:
-                self._qbytes[layer] += block.numel() * block.element_size()
-        self._done[layer] = stop
-
-    def stored_bytes(self) -> int:
-        """Bytes the cache would occupy: quantized blocks as codes + scales, the rest as is."""
-        total = 0
-        for l in range(self.n_layers):
-            fp = self.length(l) - self._done[l]
-            total += self._qbytes[l] + 2 * fp * self.keys(l)[:, :, :1].numel() * self.keys(l).element_size()
-        return total
+def half_step_ratio(cache: QuantizedKVCache, original: KVCache) -> float:
+    """max over every stored entry of |read back - original| / (step / 2): round-to-nearest
+    never errs by more than half a step (<= 1); entries kept in full precision must be exact."""
+    worst = 0.0
+    for l in range(cache.n_layers):
+        start = 0
+        for pair in cache.blocks(l):
+            for which, stored in enumerate(pair):
+                n = stored.shape[2]
+                ref = (original.keys(l), original.values(l))[which][:, :, start:start + n].float()
+                if isinstance(stored, Packed):
+                    err = (stored.dequant() - ref).abs() / (stored.step() / 2)
+                else:
+                    err = (stored.float() - ref).abs() * math.inf
+                    err = torch.nan_to_num(err, nan=0.0)
+                worst = max(worst, float(err.max())) if err.numel() else worst
+            start += pair[0].shape[2]
+    return worst
 
 
 @dataclass
@@ -99,8 +89,9 @@ class KVRun:
     attn_tv: float                  # mean over layers/heads/queries of 0.5 * sum |p - p_ref|
     attn_max: float                 # max |p - p_ref| anywhere
     attn_max_layer0: float          # max |p - p_ref| in layer 0 (before any propagation)
-    bytes_stored: int               # this policy's cache for all tokens
+    bytes_stored: int               # this policy's cache for all tokens: storage allocated (measured)
     bytes_full: int                 # the same cache in the engine's dtype
+    half_step: float = 0.0          # half_step_ratio of the prefix cache (<= 1 when rounding is right)
 
 
 @dataclass
@@ -147,8 +138,9 @@ def run_policy(engine: Engine, ids: tuple[int, ...], n_eval: int, policy: KVQuan
     ref = _ref if _ref is not None else reference(engine, ids, n_eval)
     x = torch.tensor([list(ids[ref.n_prefix:])], device=engine.device)     # (1, E)
     qc = QuantizedKVCache.from_cache(ref.prefix, policy)
+    half = half_step_ratio(qc, ref.prefix)                                   # before new entries arrive
     h, p = _eval(engine, qc, x)
     diffs = [(a - b).abs() for a, b in zip(p, ref.p_ref)]                    # (H, E, S) per layer
     tv = float(torch.stack([0.5 * d.sum(-1).mean() for d in diffs]).mean())
     return KVRun(policy.label(), compare(engine, tuple(ids[ref.n_prefix:]), ref.h_ref, h), tv,
-                 float(max(d.max() for d in diffs)), float(diffs[0].max()), qc.stored_bytes(), ref.cache_nbytes)
+                 float(max(d.max() for d in diffs)), float(diffs[0].max()), qc.nbytes(), ref.cache_nbytes, half)
