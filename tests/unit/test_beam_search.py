@@ -221,10 +221,11 @@ def test_page_checks_all_pass_on_a_tiny_search_and_fail_on_a_wrong_winner(tiny):
     rec, replays = search_with_parity(eng, P1, 3, MAX_NEW, E1, checks.PARITY_ALPHAS, checks.PARITY_MODES)
     sel = select(rec, 1.0, False)
     sw = sweep(rec, np.linspace(-1, 3, 41), False)
-    rescored = tuple(__import__("lib.concepts.beam_search.beam_search", fromlist=["x"]).sequence_logprobs(
-        eng, P1, checks.winners_over_alpha(rec, sw)))
+    from lib.concepts.beam_search.beam_search import sequence_logprobs
+    rescored = sequence_logprobs(eng, P1, checks.winners_over_alpha(rec, sw))
     theirs = generate_beam_search(eng, P1, 3, MAX_NEW, E1, 1.0, False)
-    key = lambda k, **_: k  # noqa: E731
+    def key(text_key, /, **_):
+        return text_key
     assert all(r.passed for r in checks.page_checks(rec, sel, theirs, replays, sw, rescored, key))
     wrong = (theirs[0][:-1], theirs[1])
     assert not checks.page_checks(rec, sel, wrong, replays, sw, rescored, key)[0].passed
