@@ -46,7 +46,7 @@ def page_checks(inp: CheckInputs, trace: NucleusTrace, effect: OrderEffect, t) -
         CheckResult(t("check_p"), inp.bad_p == 0,
                     t("check_p_detail", ps="; ".join(fmt(x, "g") for x in inp.ps), bad=inp.bad_p)),
         CheckResult(t("check_minimal", n=len(trace.steps)), reach >= -REACH_TOL and minimal > -MINIMAL_TOL,
-                    t("check_minimal_detail", r=reach, m=minimal)),
+                    t("check_minimal_detail", r=reach, m=minimal, tol=MINIMAL_TOL)),
         CheckResult(t("check_order"), bool(effect.t_after.min() == effect.t_after.max()
                                            and effect.t_first.min() < effect.t_first.max()),
                     t("check_order_detail", n=len(effect.temperatures), lo=int(effect.t_first.min()),
