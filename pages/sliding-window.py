@@ -17,7 +17,7 @@ NEUTRAL = "Remember this: the weather today is mild."
 QUESTION = "\nQuestion: What is the secret password?\nAnswer: The secret password is"
 ANSWER = " tulip"
 PARITY_TOKENS, PARITY_WINDOW = 24, 8                    # eviction-vs-mask check: small and quick
-RING_CHUNK = 32                                         # the ring check feeds the long text 32 tokens at a time
+RING_CHUNK = 64                                          # the ring check feeds the long text 64 tokens at a time
 
 page = ConceptPage("sliding-window")
 t = page.t
@@ -127,7 +127,7 @@ zero = runtime.cached(policy_checks.evicted_attention)(m.engine, zero_ids, cp.wi
 par_policy = cp.window(PARITY_WINDOW, "local" if w_local else "all")
 par = runtime.cached(policy_checks.eviction_matches_mask)(m.engine, zero_ids[:PARITY_TOKENS], par_policy)
 if w_local:
-    ring_ids = (probe.fact_ids + probe.filler_ids)[:w_local + 3 * RING_CHUNK]
+    ring_ids = (probe.fact_ids + probe.filler_ids)[:w_local + RING_CHUNK]
     with st.spinner(t("ring_running", n=len(ring_ids), w=w_local)):
         ring = runtime.cached(ring_check.ring_matches_dense)(m.engine, ring_ids, RING_CHUNK)
     page.checks(checks.page_checks(zero, par, ring, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t))
