@@ -83,6 +83,7 @@ class NllParity:
     max_diff: float     # max |NLL(masked) - NLL(evicting)| in nats
     n: int              # positions compared
     after: int          # of which after eviction started (t >= window + sinks)
+    held: int = 0       # most entries any layer of the evicting cache held at the end (measured)
 
 
 def masked_matches_evicting(engine, ids: tuple[int, ...], policy: CachePolicy, chunk: int = 16) -> NllParity:
@@ -92,4 +93,4 @@ def masked_matches_evicting(engine, ids: tuple[int, ...], policy: CachePolicy, c
     a = nll_masked(engine, ids, policy, chunk)
     b = nll_evicting(engine, ids, policy)
     start = (policy.window or len(ids)) + policy.sinks
-    return NllParity(float(abs(a.nll - b.nll).max()), len(a.nll), int((a.positions >= start).sum()))
+    return NllParity(float(abs(a.nll - b.nll).max()), len(a.nll), int((a.positions >= start).sum()), b.held)

@@ -30,6 +30,7 @@ class StreamResult:
     positions: np.ndarray   # (N,) t: the position whose next token is scored
     nll: np.ndarray         # (N,) nats
     seconds: float          # wall time of this evaluation
+    held: int = 0           # nll_evicting only: most entries any layer's cache held at the end
 
     def perplexity(self, mask: np.ndarray | None = None) -> float:
         """exp(mean nll) over all scored positions (or those where mask is True)."""
@@ -88,8 +89,9 @@ def nll_evicting(engine, ids, policy: CachePolicy, progress=None, hooks=None) ->
         logits = step(ec, engine, int(x[0, t]), hooks=hooks)[0]            # (1, V)
         out.append(token_nll(logits, x[0, t + 1:t + 2]).cpu())
         report(progress, t + 1, N - 1)
+    held = max(ec.cache.length(l) for l in range(ec.cache.n_layers))
     return StreamResult(policy.label, np.arange(N - 1), torch.cat(out).double().numpy(),
-                        time.perf_counter() - t0)
+                        time.perf_counter() - t0, held)
 
 
 def recompute_positions(n_tokens: int, w: int, stride: int = 1) -> np.ndarray:
