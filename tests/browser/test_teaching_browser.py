@@ -6,10 +6,20 @@ from __future__ import annotations
 import pytest
 
 from lib.ui.i18n import load_texts
-from tests.browser.test_browser import SHOTS, browser, server, settle, visit, wait_for_charts  # noqa: F401 (fixtures)
+from tests.browser.test_browser import SHOTS, browser, server, settle, wait_for_charts  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 TEACHING = {"lessons": 0, "glossary": 0, "life-of-a-token": 3}   # slug -> charts it draws by default
+SETTLE_S = 900          # generous: the life of a token runs the model, and CI machines may be busy
+
+
+def visit(browser, url: str, shot: str, charts: int = 0, width: int = 1400, height: int = 4000):  # noqa: F811
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(url, wait_until="domcontentloaded")
+    settle(page, SETTLE_S)
+    wait_for_charts(page, charts, 180)
+    page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
+    return page
 
 
 @pytest.mark.parametrize("lang", ["en", "id"])
@@ -32,12 +42,8 @@ def test_teaching_pages_render(server, browser, lang):  # noqa: F811
 
 def test_presenter_view_on_a_projector(server, browser):  # noqa: F811
     """?view=present at 1280x720: no 'The code', the toggle is on, nothing wider than the window."""
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page = visit(browser, f"{server}/temperature?view=present", "present-temperature-1280x720", 1, 1280, 720)
     try:
-        page.goto(f"{server}/temperature?view=present", wait_until="domcontentloaded")
-        settle(page)
-        wait_for_charts(page, 1)
-        page.screenshot(path=str(SHOTS / "present-temperature-1280x720.png"))
         assert page.locator("[data-testid='stException']").count() == 0
         text = page.locator("[data-testid='stMain']").inner_text()
         common = load_texts("common")["en"]
