@@ -12,14 +12,13 @@ Reuse itself changes nothing: logits after reuse equal a full recompute.
 """
 from __future__ import annotations
 
-import statistics
-import time
 from dataclasses import dataclass
 
 import torch
 
 from lib.concepts.paged_blocks.block_manager import BlockManager, block_hashes
 from lib.concepts.paged_blocks.paged_attention import BlockPool, paged_forward
+from lib.core.timing import measure
 
 
 def common_prefix_len(a, b) -> int:
@@ -69,18 +68,17 @@ class ReuseResult:
     t_full_s: float            # median prefill time of the whole new prompt (contiguous cache)
     t_reuse_s: float           # median time to compute only the uncached suffix (paged pool)
     hit_blocks: list[int]      # physical blocks shared between the two prompts
-
-
-def _timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
+    spread_full_s: float = 0.0   # slowest − fastest repeat of each
+    spread_reuse_s: float = 0.0
+    repeats: int = 0
+    load_avg: float = 0.0        # the machine's 1-minute load average when measured
 
 
 def reuse_vs_recompute(engine, cached_ids, new_ids, block_size: int = 16, repeats: int = 3) -> ReuseResult:
     """Run `cached_ids` into a paged pool and free it (its full blocks stay hashed); then
     allocate `new_ids`, which hits the shared full blocks, and compute only the rest.
-    Compare the last-token logits with a full recompute and time both, interleaved."""
+    Compare the last-token logits with a full recompute and time both with
+    lib.core.timing.measure (alone on the server, `repeats` times after a warm-up, median)."""
     cached_ids, new_ids = [int(t) for t in cached_ids], [int(t) for t in new_ids]
     need = -(-len(cached_ids) // block_size) + 2 * -(-len(new_ids) // block_size) + 2
     manager = BlockManager(need, block_size)
@@ -99,19 +97,17 @@ def reuse_vs_recompute(engine, cached_ids, new_ids, block_size: int = 16, repeat
 
     ids = torch.tensor([new_ids], device=engine.device)
     full = lambda: engine.forward(ids, engine.new_cache(capacity=len(new_ids)))[0, -1]  # noqa: E731
-    t_full, t_reuse = [], []
-    for _ in range(repeats):                         # interleaved: both see the same machine load
-        ref, dt = _timed(full)
-        t_full.append(dt)
-        (reused, n, hits), dt = _timed(with_reuse)
-        t_reuse.append(dt)
+    ref = full()                                                                          # (V,)
+    reused, n, hits = with_reuse()
+    tf, tr = measure(full, repeats), measure(with_reuse, repeats)
     return ReuseResult(len(new_ids), n, float((reused - ref).abs().max()), int(reused.argmax()) == int(ref.argmax()),
-                       statistics.median(t_full), statistics.median(t_reuse), hits)
+                       tf.median_s, tr.median_s, hits, tf.spread_s, tr.spread_s, repeats, tr.load_avg)
 
 
 @dataclass
 class ShiftResult:
     shift: int
+    n_reuse: int               # tokens whose K/V came from the cache
     max_abs_diff: float        # reuse at shifted positions vs a recompute at those positions
     argmax_equal: bool
     top_reuse: int             # the token each would predict next
@@ -132,7 +128,7 @@ def reuse_at_shifted_positions(engine, ids, n_reuse: int, shift: int) -> ShiftRe
     reused = engine.forward(torch.tensor([ids[n_reuse:]], device=dev), cache, positions=rest_pos)[0, -1]
     all_pos = torch.arange(shift, n + shift, device=dev)[None]                               # (1, n)
     ref = engine.forward(torch.tensor([ids], device=dev), engine.new_cache(capacity=n), positions=all_pos)[0, -1]
-    return ShiftResult(shift, float((reused - ref).abs().max()), int(reused.argmax()) == int(ref.argmax()),
+    return ShiftResult(shift, n_reuse, float((reused - ref).abs().max()), int(reused.argmax()) == int(ref.argmax()),
                        int(reused.argmax()), int(ref.argmax()))
 
 

@@ -1,0 +1,35 @@
+"""The prefix-caching page's live checks, with named tolerances.
+
+`page_checks(res, sh0, sh, lcp, n_new, bs, t)` -> list[CheckResult]:
+  res   prefix_cache.reuse_vs_recompute (paged pool with block hits vs a full recompute)
+  sh0   prefix_cache.reuse_at_shifted_positions at shift 0 (ordinary reuse)
+  sh    the same at the page's shift (reuse at the wrong positions)
+  lcp   longest common token prefix of the two prompts (computed on the ids, independently
+        of the block manager), n_new the new prompt's length, bs the block size
+`t(key, **fmt)` is the page's text lookup (tests may pass a stub)."""
+from __future__ import annotations
+
+from lib.concepts.check_result import CheckResult
+
+EQUAL_TOL = 1e-4       # max |Δ logit| of reuse vs recompute (float rounding of another kernel order)
+SHIFT_MIN = 1e-2       # reuse at shifted positions must move some logit more than this
+
+
+def expected_reuse(lcp: int, n_new: int, bs: int) -> int:
+    """Tokens a block cache can reuse: whole blocks inside the common prefix, never the block
+    that holds the last token (its logits must be computed)."""
+    return min(lcp // bs, (n_new - 1) // bs) * bs
+
+
+def page_checks(res, sh0, sh, lcp: int, n_new: int, bs: int, t) -> list[CheckResult]:
+    return [
+        CheckResult(t("check_equal"), res.max_abs_diff <= EQUAL_TOL and res.argmax_equal,
+                    t("check_equal_detail", k=res.n_reused, n=res.n_tokens, d=res.max_abs_diff, tol=EQUAL_TOL,
+                      same=t("yes") if res.argmax_equal else t("no"))),
+        CheckResult(t("check_blocks"), res.n_reused == expected_reuse(lcp, n_new, bs),
+                    t("check_blocks_detail", lcp=lcp, bs=bs, k=res.n_reused, e=expected_reuse(lcp, n_new, bs))),
+        CheckResult(t("check_shift0"), sh0.max_abs_diff <= EQUAL_TOL,
+                    t("check_shift_detail", k=sh0.n_reuse, shift=0, d=sh0.max_abs_diff, tol=EQUAL_TOL)),
+        CheckResult(t("check_shift", shift=sh.shift), sh.max_abs_diff > SHIFT_MIN,
+                    t("check_shift_detail_min", k=sh.n_reuse, shift=sh.shift, d=sh.max_abs_diff, tol=SHIFT_MIN)),
+    ]
