@@ -2,11 +2,11 @@
 import numpy as np
 import streamlit as st
 
+from lib.concepts.activation_outliers import checks
+from lib.concepts.activation_outliers import figures as plots
 from lib.concepts.quantization import activation_capture as ac
 from lib.concepts.quantization import quantize as qz
 from lib.ui import runtime
-from lib.concepts.check_result import CheckResult
-from lib.concepts.activation_outliers import figures as plots
 from lib.ui.page import ConceptPage
 
 BITS = (8, 4, 2)
@@ -19,9 +19,9 @@ m = page.model()
 
 left, right = page.controls()
 prompt = page.prompt(default=t("default_text"), max_tokens=128, container=left)
-point = page.state.select("point", t("point_label"), ac.POINTS, "mlp_act",
+point = page.state.select("point", t("point_label"), ac.POINTS, "resid_out",
                           format_func=lambda p: t(f"point_{p}"), help=t("point_help"), container=right)
-layer = page.state.number_slider("layer", t("layer_label"), 0, m.spec.n_layers - 1, min(5, m.spec.n_layers - 1),
+layer = page.state.number_slider("layer", t("layer_label"), 0, m.spec.n_layers - 1, min(11, m.spec.n_layers - 1),
                                  container=right)
 c1, c2, c3 = right.columns(3)
 bits = page.state.select("bits", t("bits_label"), BITS, 8, format_func=lambda b: f"int{b}", container=c1)
@@ -44,6 +44,26 @@ median_cmax = float(np.median(cmax))
 outliers = ac.outlier_channels(acts, OUTLIER_FACTOR).numpy()
 clip_at = clip_factor * median_cmax
 where = t(f"point_{point}") + f", {t('layer_word')} {layer}"
+
+# ---- the clipping experiment first: the question below is about it ---------------------------
+bar = st.progress(0.0, text=t("inj_running"))
+table = []
+for i, kind in enumerate(ac.EXPERIMENTS):
+    b, g = (8, 64) if kind == "clip" else (bits, group)          # only what the experiment uses
+    c = clip_at if kind.startswith("clip") else 0.0               # goes into the cache key
+    table.append(runtime.cached(ac.injection_row, max_entries=96)(
+        m.engine, prompt.ids, cap.hidden, acts, point, layer, b, g, c, kind))
+    bar.progress((i + 1) / len(ac.EXPERIMENTS), text=t("inj_running"))
+bar.empty()
+clip_row = next(r for r in table if r.kind == "clip")
+n_clip = int((acts.abs() > clip_at).sum())
+rise = clip_row.effect.ppl_new / table[0].effect.ppl_ref - 1
+answer = "barely" if rise < 0.01 else "some" if rise < 0.10 else "lot"
+revealed = page.predict("clip", t("predict_q", n=n_clip, N=acts.numel(), pct=100 * n_clip / acts.numel(),
+                                  thr=clip_at, where=where),
+                        ("barely", "some", "lot"), answer,
+                        t("predict_why", p0=table[0].effect.ppl_ref, p1=clip_row.effect.ppl_new, r=100 * rise,
+                          n=n_clip), format_func=lambda o: t(f"opt_{o}"))
 
 top = int(cmax.argmax())
 st.markdown(t("summary", where=where, T=T, C=C, n_out=len(outliers), top=top, vmax=float(cmax[top]),
@@ -78,23 +98,18 @@ sqnr = np.array([[e.sqnr_db for e in row] for row in grid])
 gran_names = [t(f"gran_{g}") + (f" {group}" if g == "group" else "") for g in qz.GRANULARITIES]
 fig = plots.sqnr_figure(list(BITS), gran_names, sqnr, {"title": t("fig_sqnr_title", where=where),
                                                         "y": t("fig_sqnr_y")})
-rows = [{"bits": b, "scale": gran_names[j], "SQNR_dB": round(grid[i][j].sqnr_db, 2), "MSE": grid[i][j].mse,
-         "max_error": grid[i][j].max_error} for i, b in enumerate(BITS) for j in range(len(gran_names))]
-page.figure(fig, "sqnr", {k: [r[k] for r in rows] for k in rows[0]})
+rows = [{t("col_bits"): f"int{b}", t("col_scale"): gran_names[j], t("col_sqnr"): t.num(grid[i][j].sqnr_db, ".2f"),
+         t("col_mse"): t.num(grid[i][j].mse, ".3g"), t("col_maxerr"): t.num(grid[i][j].max_error, ".3g")}
+        for i, b in enumerate(BITS) for j in range(len(gran_names))]
+page.figure(fig, "sqnr", {"bits": [b for b in BITS for _ in gran_names], "scale": gran_names * len(BITS),
+                          "sqnr_db": [e.sqnr_db for row in grid for e in row], "mse": [e.mse for row in grid for e in row]})
 st.dataframe(rows, hide_index=True, width="stretch")
 
 # ---- inject the quantized activation back into the forward pass (long: progress + cache) ----
 st.subheader(t("inj_title"))
 st.caption(t("inj_caption", where=where, bits=bits, clip=clip_at, f=clip_factor))
-bar = st.progress(0.0, text=t("inj_running"))
-table = []
-for i, kind in enumerate(ac.EXPERIMENTS):
-    b, g = (8, 64) if kind == "clip" else (bits, group)          # only what the experiment uses
-    c = clip_at if kind.startswith("clip") else 0.0               # goes into the cache key
-    table.append(runtime.cached(ac.injection_row, max_entries=96)(
-        m.engine, prompt.ids, cap.hidden, acts, point, layer, b, g, c, kind))
-    bar.progress((i + 1) / len(ac.EXPERIMENTS), text=t("inj_running"))
-bar.empty()
+
+
 def exp_name(kind: str) -> str:
     if kind == "clip":
         return t("exp_clip")
@@ -105,42 +120,31 @@ def exp_name(kind: str) -> str:
 
 names = [exp_name(r.kind) for r in table]
 ppl_ref = table[0].effect.ppl_ref
-fig = plots.effect_figure(names, [max(r.effect.kl_mean, 1e-12) for r in table], [r.effect.ppl_new for r in table],
-                          ppl_ref, {"title": t("fig_eff_title", where=where), "kl": t("fig_eff_kl"),
-                                    "ppl": t("fig_eff_ppl"), "ppl_ref": t("fig_eff_ppl_ref", p=ppl_ref)})
-eff_rows = [{"experiment": exp_name(r.kind), "SQNR_dB": round(r.sqnr_db, 2), "KL_mean_nats": r.effect.kl_mean,
-             "KL_max_nats": r.effect.kl_max, "perplexity": round(r.effect.ppl_new, 3),
-             "same_top1": round(r.effect.top1_agree, 3)} for r in table]
-page.figure(fig, "injection", {k: [r[k] for r in eff_rows] for k in eff_rows[0]})
+if revealed:
+    fig = plots.effect_figure(names, [max(r.effect.kl_mean, 1e-12) for r in table], [r.effect.ppl_new for r in table],
+                              ppl_ref, {"title": t("fig_eff_title", where=where), "kl": t("fig_eff_kl"),
+                                        "ppl": t("fig_eff_ppl"), "ppl_ref": t("fig_eff_ppl_ref", p=ppl_ref)})
+    page.figure(fig, "injection", {"experiment": [r.kind for r in table], "sqnr_db": [r.sqnr_db for r in table],
+                                   "kl_mean_nats": [r.effect.kl_mean for r in table],
+                                   "perplexity": [r.effect.ppl_new for r in table]})
+eff_rows = [{t("col_exp"): exp_name(r.kind), t("col_sqnr"): t.num(r.sqnr_db, ".2f"),
+             t("col_kl_mean"): t.num(r.effect.kl_mean, ".3g"), t("col_kl_max"): t.num(r.effect.kl_max, ".3g"),
+             t("col_ppl"): t.num(r.effect.ppl_new, ".3f"), t("col_top1"): t.num(100 * r.effect.top1_agree, ".1f")}
+            for r in table]
 st.dataframe(eff_rows, hide_index=True, width="stretch")
 st.caption(t("ppl_caption", n=T, p=ppl_ref))
+by_kind = {r.kind: r for r in table}
+ct, pt = by_kind["clip_tensor"], by_kind["tensor"]
+st.markdown(t("clip_line_better" if ct.sqnr_db > pt.sqnr_db else "clip_line_worse", bits=bits, sc=ct.sqnr_db,
+              st=pt.sqnr_db, p0=ppl_ref, p1=by_kind["clip"].effect.ppl_new, x=by_kind["clip"].effect.ppl_new / ppl_ref,
+              n=int((acts.abs() > clip_at).sum()), N=acts.numel()))
 
 page.notice()
 
 # ---- live checks ------------------------------------------------------------------------------
-spec_t = qz.QuantSpec(bits, "tensor", True, group)
-q_t = qz.quantize(acts, spec_t)
-scale_expected = float(acts.abs().max() / spec_t.qmax)   # the same float32 division
-spec_c = qz.QuantSpec(bits, "channel", True, group)
-q_c = qz.quantize(acts, spec_c)
-col_err = float((q_c.scale.flatten() - acts.abs().amax(0).clamp_min(1e-30) / spec_c.qmax).abs().max())
-err_bound = float(((acts - q_t.dequant).abs() - q_t.scale / 2).max())
 sq = dict(zip(qz.GRANULARITIES, sqnr[BITS.index(bits)]))
-finer_ok = all(sq[g] >= sq["tensor"] for g in ("token", "channel", "group"))
-clip_row = next(r for r in table if r.kind == "clip")
-n_clipped = int((acts.abs() > clip_at).sum())
-page.checks([
-    CheckResult(t("check_scale", bits=bits), float(q_t.scale.flatten()[0]) == scale_expected and col_err < 1e-12,
-                t("check_scale_detail", s=float(q_t.scale.flatten()[0]), m=float(acts.abs().max()),
-                  q=spec_t.qmax, e=scale_expected, c=col_err)),
-    CheckResult(t("check_finer", bits=bits), finer_ok,
-                t("check_finer_detail", t=sq["tensor"], k=sq["token"], c=sq["channel"], g=sq["group"], gs=group)),
-    CheckResult(t("check_bound"), err_bound <= 1e-6 * float(acts.abs().max()),
-                t("check_bound_detail", e=float((acts - q_t.dequant).abs().max()), h=float(q_t.scale.flatten()[0]) / 2)),
-    CheckResult(t("check_clip"), (n_clipped > 0) == (clip_row.effect.kl_mean > 0),
-                t("check_clip_detail", thr=clip_at, kl=clip_row.effect.kl_mean, p0=ppl_ref, p1=clip_row.effect.ppl_new,
-                  n=n_clipped, N=acts.numel())),
-])
+page.checks(checks.page_checks(acts, bits, group, sq, clip_at, qz.clip(acts, clip_at), by_kind["clip"].effect,
+                               ppl_ref, t))
 page.try_this()
 page.code(qz.quantize, ac.outlier_channels, ac.injection_hooks, ac.compare)
 page.sources()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")   # under the plot, never under the title
 
 
 def channel_max_figure(cmax: np.ndarray, outliers: np.ndarray, labels: dict) -> go.Figure:
@@ -28,7 +28,7 @@ def histogram_figure(values: np.ndarray, steps: dict[str, float], labels: dict) 
             fig.add_vline(x=sgn * step, line_dash="dash", line_color=c)
         fig.add_scatter(x=[None], y=[None], mode="lines", line=dict(color=c, dash="dash"), name=name)
     fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"],
-                      yaxis_type="log", height=360, legend=LEGEND)
+                      yaxis_type="log", height=420, legend=LEGEND)
     return fig
 
 
@@ -47,7 +47,7 @@ def sqnr_figure(bits: list[int], grans: list[str], sqnr: np.ndarray, labels: dic
     for j, g in enumerate(grans):
         fig.add_bar(x=[f"int{b}" for b in bits], y=sqnr[:, j], name=g,
                     hovertemplate="%{x} " + g + ": %{y:.1f} dB<extra></extra>")
-    fig.update_layout(title=labels["title"], yaxis_title=labels["y"], barmode="group", height=360, legend=LEGEND)
+    fig.update_layout(title=labels["title"], yaxis_title=labels["y"], barmode="group", height=420, legend=LEGEND)
     return fig
 
 
@@ -63,5 +63,5 @@ def effect_figure(names: list[str], kl: list[float], ppl: list[float], ppl_ref: 
                     line=dict(color="#d62728", dash="dot"), secondary_y=True)
     fig.update_yaxes(title_text=labels["kl"], rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text=labels["ppl"], secondary_y=True)
-    fig.update_layout(title=labels["title"], height=400, legend=LEGEND)
+    fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig
