@@ -9,7 +9,6 @@ from lib.ui import runtime
 from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 
-DEFAULT_PROMPT = "Alice gave Bob a book because she wanted him to read it before the exam."
 SCALE_LOG2 = tuple(range(-8, 1))                 # the slider: scale = 2^x (Gemma 3 uses 2^-4)
 SWEEP = np.geomspace(2.0 ** -9, 2.0 ** 2, 45)    # scales for the entropy curve
 DIMS = (4, 16, 64, 256, 1024)                    # random-vector dimensions
@@ -20,7 +19,7 @@ m = page.model()
 spec = m.spec
 
 left, right = page.controls()
-prompt = page.prompt(default=DEFAULT_PROMPT, max_tokens=64, container=left)
+prompt = page.prompt(default=t("prompt_default"), max_tokens=64, container=left)
 c1, c2 = right.columns(2)
 layer = page.layer_select(container=c1)
 head = page.state.select("head", t("head_label"), tuple(range(spec.n_heads)), 0, container=c2)

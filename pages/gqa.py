@@ -8,7 +8,6 @@ from lib.model.tokens import token_texts
 from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
-DEFAULT_PROMPT = "Alice gave Bob a book because she wanted him to read it before the exam."
 CONTEXTS = tuple(2 ** i for i in range(7, 16))        # 128 … 32,768 tokens
 DTYPES = {"fp32": 4, "bf16": 2, "int8": 1}
 
@@ -18,7 +17,7 @@ m = page.model()
 spec = m.spec
 
 left, right = page.controls()
-prompt = page.prompt(default=DEFAULT_PROMPT, max_tokens=64, container=left)
+prompt = page.prompt(default=t("prompt_default"), max_tokens=64, container=left)
 layer = page.layer_select(container=right)
 dtype = page.state.select("dtype", t("dtype_label"), tuple(DTYPES), "fp32", help=t("dtype_help"), container=right)
 right.caption(t("config_caption", H=spec.n_heads, Hkv=spec.n_kv_heads, G=spec.group_size, d=spec.head_dim,
