@@ -19,6 +19,7 @@ PRESENT_CSS = """<style>
 h1 { font-size: 2.8rem !important; } h2, h3 { font-size: 2.0rem !important; }
 .stMarkdown table { display: block; max-width: 100%; overflow-x: auto; font-size: 1.1rem !important; }
 .stMarkdown td, .stMarkdown th { white-space: normal !important; word-break: break-word; }
+[data-testid="stRadio"] label p, .stButton button p, [data-testid="stExpander"] summary p { font-size: 1.25rem !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"], .stPlotlyChart { max-width: 100% !important; }
 [data-testid="stTable"] table { table-layout: fixed; width: 100% !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { white-space: normal !important; word-break: break-word;
