@@ -167,3 +167,26 @@ def test_running_perplexity():
 def test_invalid_policies_are_refused(kw):
     with pytest.raises(ValueError):
         cp.CachePolicy(**kw)
+
+
+def test_ring_cache_is_a_kv_cache_and_matches_dense_past_the_window(eng):
+    """The ring buffer implements the engine's cache protocol and, fed 4 tokens at a time,
+    gives the dense cache's logits past the 16-token local window with less storage."""
+    from lib.concepts.sliding_window import ring_check
+    from lib.core.cache.protocol import KVCacheProtocol
+    from lib.core.cache.ring import RingKVCache
+
+    assert isinstance(RingKVCache(eng.spec, 1, 40), KVCacheProtocol)
+    ids = tuple(int(i) for i in torch.randint(0, 97, (40,), generator=torch.Generator().manual_seed(1)))
+    r = ring_check.ring_matches_dense(eng, ids, 4)
+    assert r.compared == 40 - 16 and r.rel_diff < 1e-5
+    assert r.ring_bytes == r.formula_bytes < r.dense_bytes
+
+
+def test_fact_agreement_reads_the_numbers():
+    from lib.concepts.sliding_window.fact_distance import FactProbe, agreement
+
+    probe = FactProbe((1, 2, 3), (), (4, 5), 7)
+    a = agreement(probe, [np.array([0.5, 0.5, 0.4]), np.array([0.5, 0.5, 0.1])], (4, 5, 9), 8)
+    assert (a.last_fit, a.fit_tokens, a.fit_spread) == (5, 8, 0.0)
+    assert a.first_out == 9 and a.out_probs == (0.4, 0.1)

@@ -73,3 +73,17 @@ def test_timings_have_every_run():
     tm = P.measure_times(eng, PROMPTS, 0, (0, 32), repeats=1)
     assert tm.labels == ["padded:7", "padded:39", "one_by_one", "packed"]
     assert tm.tokens == [28, 156, 17, 17] and all(s > 0 for s in tm.seconds)
+
+
+def test_no_padding_batch_gets_a_check_that_can_hold():
+    """Equal lengths (Try this #1): the no-mask check becomes 'nothing to hide' and passes."""
+    from lib.concepts.padding_mask import checks
+
+    eng = engine_from_hf(tiny_gemma3())
+    same = (PROMPTS[0], PROMPTS[0])
+    cmp = P.compare_variants(eng, same, 0)
+    tm = P.Timings(["padded:5", "padded:37", "one_by_one", "packed"], [10, 74, 10, 10], [1, 1, 1, 1],
+                   [1.0, 3.0, 1.0, 1.0], [1.0] * 4, [1.0] * 4, 1, 0.0)
+    res = checks.page_checks(cmp, tm, tuple(len(p) for p in same), lambda k, **_: k)
+    assert [r.name for r in res] == ["check_equal", "check_packed", "check_nopad", "check_time"]
+    assert all(r.passed for r in res)

@@ -45,3 +45,12 @@ def test_reuse_at_shifted_positions_is_wrong(eng):
     x = ids(30, 3)
     assert reuse_at_shifted_positions(eng, x, 20, 0).max_abs_diff <= 1e-5
     assert reuse_at_shifted_positions(eng, x, 20, 7).max_abs_diff > 1e-2
+
+
+def test_expected_reuse_counts_whole_blocks_and_never_the_last_one():
+    from lib.concepts.prefix_caching.checks import expected_reuse
+
+    assert expected_reuse(35, 40, 16) == 32
+    assert expected_reuse(40, 40, 16) == 32       # the block holding token 39 is computed
+    assert expected_reuse(15, 40, 16) == 0
+    assert expected_reuse(32, 33, 16) == 32

@@ -54,3 +54,14 @@ def test_moved_cache_does_not_touch_the_original():
     moved = R.moved_cache(base, 10, eng.inv_freq, True)
     assert torch.equal(base.keys(0), k0) and torch.equal(base.positions(0), p0)
     assert torch.equal(moved.positions(0), p0 + 10)
+
+
+def test_transformers_rotation_oracle_equals_rerotate():
+    """hf_rotation.hf_rotate_by (transformers' apply_rotary_pos_emb, float64 cos/sin) equals
+    lib.core.rope.rerotate by the same Δ (up to rerotate's float32 angle rounding)."""
+    from lib.concepts.rope_shift.hf_rotation import hf_rotate_by
+    from lib.core.rope import rerotate
+
+    k = torch.randn(1, 2, 5, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    ours = rerotate(k, 300, inv_frequencies(16, 10_000.0).double())
+    torch.testing.assert_close(hf_rotate_by(k, 300, 10_000.0), ours.double(), atol=1e-5, rtol=0)   # rerotate: float32 angles
