@@ -1,15 +1,16 @@
 """Speculative decoding benchmark (issue 5): greedy, the easy and the hard workload.
 
-For each workload every candidate (draft, gamma) is run side by side with plain greedy
-decoding of the same engine (alternating, `REPEATS` times, medians); the best measured
-candidate is reported. Keys: spec_alpha, spec_tokens_per_call, spec_speedup (easy workload),
+For each workload plain greedy decoding and every candidate (draft, gamma) are timed with
+lib.core.timing.measure (alone, `REPEATS` times, medians, whole runs with prefill); the best
+measured candidate is reported. Keys: spec_alpha, spec_tokens_per_call, spec_speedup (easy workload),
 spec_hard_alpha, spec_hard_tokens_per_call, spec_hard_speedup, plus the winning draft/gamma.
 """
 from __future__ import annotations
 
 from lib.concepts.speculative.drafts import frequent_tokens
 from lib.model.long_text import long_text
-from lib.concepts.speculative_speed.speculative_speed import PRESETS, run_cell
+from lib.concepts.speculative_speed.speculative_speed import PRESETS
+from lib.concepts.speculative_speed.timed_runs import run_gamma, time_plain
 
 N_NEW = 32
 REPEATS = 3
@@ -22,7 +23,8 @@ def measure(model) -> dict:
     for name, prefix in (("easy", "spec"), ("hard", "spec_hard")):
         ids = tuple(tok(PRESETS[name])["input_ids"])
         subset = frequent_tokens(tok, [long_text()], ids)
-        cells = [run_cell(eng, ids, d, g, N_NEW, 0.0, 0, REPEATS, subset) for d, g in CANDIDATES]
+        plain = time_plain(eng, ids, N_NEW, 0.0, 0, (), REPEATS)
+        cells = [run_gamma(eng, ids, (d,), g, N_NEW, 0.0, 0, subset, (), plain, REPEATS)[0] for d, g in CANDIDATES]
         best = max(cells, key=lambda c: c.speedup)
         out.update({f"{prefix}_alpha": best.alpha, f"{prefix}_tokens_per_call": best.tokens_per_call,
                     f"{prefix}_speedup": best.speedup, f"{prefix}_draft": f"{best.draft}, gamma={best.gamma}",

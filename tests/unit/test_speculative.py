@@ -65,11 +65,39 @@ def test_monte_carlo_is_reproducible_and_does_not_touch_inputs():
 
 def test_accept_or_resample_single_steps():
     g = torch.Generator().manual_seed(0)
+
+    def one(x):
+        v = S.accept_or_resample(P, Q, x, g)
+        return bool(v.accepted[0]), int(v.out[0])
     # q(x) <= p(x): always accepted
-    assert all(S.accept_or_resample(P, Q, 0, g) == (True, 0) for _ in range(50))
+    assert all(one(0) == (True, 0) for _ in range(50))
     # p(x) = 0: always rejected, and the replacement comes from the residual (never token 2 or 4)
-    outs = [S.accept_or_resample(P, Q, 4, g) for _ in range(200)]
+    outs = [one(4) for _ in range(200)]
     assert all(not ok and tok in (0, 1, 3) for ok, tok in outs)
+
+
+def test_accept_or_resample_vectorised_is_the_rule():
+    """n proposals at once: u < min(1, p/q) decides, rejected ones come from the residual."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.tensor([0, 1, 2, 2, 3, 4] * 500)
+    v = S.accept_or_resample(P, Q, x, g)
+    torch.testing.assert_close(v.ratio, S.acceptance_ratio(P[x], Q[x]))
+    assert torch.equal(v.accepted, v.u < v.ratio)
+    assert torch.equal(v.out[v.accepted], x[v.accepted])
+    assert set(v.out[~v.accepted].tolist()) <= {0, 1, 3}
+    none = S.accept_or_resample(P, Q, x, g, correction="none")
+    assert bool(none.accepted.all()) and torch.equal(none.out, x)
+
+
+def test_decoder_records_each_uniform_draw(tiny):
+    dec = SpeculativeDecoder(tiny, EngineDraft(tiny, 2), SamplingConfig(1.0), seed=0, keep_top=4)
+    dec.start(PROMPT)
+    for _ in range(5):
+        rec = dec.step(4)
+        assert len(rec.u) == min(rec.accepted + 1, len(rec.proposals))
+        for i, u in enumerate(rec.u):
+            assert (u < rec.accept_prob[i]) == (i < rec.accepted)
+        assert bool(rec.top_r) == rec.from_residual
 
 
 def test_chi_square_survival_function():
@@ -192,3 +220,37 @@ def test_vocab_subset_draft_stays_exact(tiny):
     draft = EngineDraft(tiny, 3, vocab_subset=range(0, 97, 2))
     run = speculative_generate(tiny, draft, PROMPT, 12, 3)
     assert run.new_ids == greedy(tiny, PROMPT, 12).new_ids
+
+
+# ---- timed runs: held-out band, verdict (synthetic cells) --------------------------------------
+def _cell(alpha, gamma, calls, tpc, spec_s=(1.0, 1.0, 1.0), plain_s=(1.0, 1.0, 1.0), verified=40):
+    from lib.concepts.speculative_speed.timed_runs import Cell
+    from lib.core.timing import Timing
+
+    def tm(x):
+        return Timing(x[0], x[1], x[2], 3, 0.0, 2)
+    return Cell("d", gamma, int(tpc * calls), gamma * calls, verified, calls, tpc, alpha, alpha, 0.0, 0.0, 0.0,
+                0.01, 0.01, tm(spec_s), tm(plain_s), True)
+
+
+def test_held_out_band_uses_the_other_cells_alpha():
+    from lib.concepts.speculative_speed.timed_runs import held_out_band
+
+    c2, c4 = _cell(0.9, 2, 10, 2.7), _cell(0.5, 4, 10, 1.9)
+    alpha, pred, half, held = held_out_band(c4, [c2])
+    assert held and alpha == pytest.approx(0.9)
+    assert pred == pytest.approx(expected_tokens_per_call(0.9, 4))
+    assert half > 0
+    alpha, _, _, held = held_out_band(c4, [])
+    assert not held and alpha == pytest.approx(0.5)
+
+
+def test_verdict_is_chosen_from_the_numbers():
+    from lib.concepts.speculative_speed.timed_runs import verdict
+
+    slow = _cell(0.1, 2, 10, 1.1, spec_s=(2.0, 1.9, 2.1))
+    assert verdict([slow])[0] == "dont"
+    noisy = _cell(0.5, 2, 10, 1.5, spec_s=(0.9, 0.8, 1.2))
+    assert verdict([slow, noisy]) == ("noise", noisy)
+    fast = _cell(0.9, 4, 10, 3.0, spec_s=(0.5, 0.45, 0.55))
+    assert verdict([slow, noisy, fast]) == ("speculate", fast)

@@ -12,20 +12,15 @@ v(gamma) = time(verify gamma + 1 tokens) / time(one decode step):
 
     speedup = E[tokens per call] / (gamma c + v(gamma))
 
-Measured runs (`run_cell`) time a plain decode and a speculative decode side by side, in the
-same process and the same order, and report medians.
+Timed runs live in lib.concepts.speculative_speed.timed_runs (lib.core.timing.measure: alone,
+repeated, median with its spread and the machine's load).
 """
 from __future__ import annotations
-
-import statistics
-from dataclasses import dataclass
 
 import numpy as np
 
 from lib.concepts.speculative.drafts import EngineDraft, PromptLookupDraft
 from lib.core.engine import Engine
-from lib.decoding.sampling import SamplingConfig
-from lib.concepts.speculative.speculative_decode import plain_decode, speculative_generate
 
 
 def expected_tokens_per_call(alpha: float, gamma: int) -> float:
@@ -87,64 +82,12 @@ def make_draft(engine: Engine, spec: tuple, vocab_subset=None):
     raise ValueError(f"unknown draft {spec!r}")
 
 
-@dataclass
-class Cell:
-    """One (draft, gamma) measurement against plain decoding on the same prompt."""
-    draft: str
-    gamma: int
-    tokens: int                     # tokens the blocks produced (before cutting at n_new)
-    proposals: int                  # draft tokens proposed in all blocks
-    target_calls: int
-    tokens_per_call: float
-    alpha: float                    # mean sum min(p, q) over verified proposals
-    accept_rate: float              # accepted / proposed
-    expected_tokens: float          # sum over blocks of E[tokens | proposals] (exact check)
-    expected_sd: float              # its standard deviation
-    draft_step_s: float             # median-free mean time of one draft forward (0 for lookup)
-    verify_s: float                 # mean time of one verify forward
-    plain_step_s: float             # mean time of one plain decode step (side by side)
-    spec_wall_s: float              # median over repeats
-    plain_wall_s: float             # median over repeats
-    identical: bool                 # greedy: the same tokens as plain decoding
-
-    @property
-    def speedup(self) -> float:
-        return self.plain_wall_s / self.spec_wall_s
-
-    @property
-    def cost_ratio(self) -> float:
-        return self.draft_step_s / self.plain_step_s
-
-    @property
-    def verify_ratio(self) -> float:
-        """time of one verify forward / time of one plain decode step."""
-        return self.verify_s / self.plain_step_s
-
-    def formula_band(self, z: float = 3.0) -> tuple[float, float]:
-        """(Leviathan's E[tokens per call] with this cell's alpha and its mean block length,
-        z standard errors under independent acceptance)."""
-        g = self.proposals / max(self.target_calls, 1)
-        pred = expected_tokens_per_call(self.alpha, g)
-        sd = tokens_per_call_sd(self.alpha, max(int(round(g)), 0))
-        return pred, z * sd / np.sqrt(max(self.target_calls, 1)) + 1e-9
-
-
-def run_cell(engine: Engine, prompt_ids: tuple, draft_spec: tuple, gamma: int, n_new: int,
-             temperature: float = 0.0, seed: int = 0, repeats: int = 1,
-             vocab_subset: tuple | None = None, eos_ids: tuple = ()) -> Cell:
-    """Plain decode and speculative decode of n_new tokens, alternated `repeats` times."""
-    cfg = SamplingConfig(float(temperature))
-    draft = make_draft(engine, draft_spec, vocab_subset)
-    spec_times, plain_times = [], []
-    run = plain = None
-    for _ in range(max(1, repeats)):
-        plain = plain_decode(engine, prompt_ids, n_new, cfg, seed, eos_ids)
-        plain_times.append(plain.wall_s)
-        run = speculative_generate(engine, draft, prompt_ids, n_new, gamma, cfg, seed, eos_ids)
-        spec_times.append(run.wall_s)
-    cell = _cell_from_run(draft, run, gamma, plain)
-    cell.spec_wall_s, cell.plain_wall_s = statistics.median(spec_times), statistics.median(plain_times)
-    return cell
+def alpha_sensitivity(alpha: float, gamma: float, h: float = 1e-4) -> float:
+    """d E[tokens per call] / d alpha (central difference, clipped to [0, 1])."""
+    lo, hi = max(alpha - h, 0.0), min(alpha + h, 1.0)
+    if hi <= lo:
+        return 0.0
+    return (expected_tokens_per_call(hi, gamma) - expected_tokens_per_call(lo, gamma)) / (hi - lo)
 
 
 # ---- workloads: text the draft finds easy (it repeats itself) and text it finds hard ---------
@@ -152,54 +95,3 @@ EASY_PROMPT = ("def add_one(x):\n    return x + 1\n\n\ndef add_two(x):\n    retu
                "def add_three(x):\n    return x + 3\n\n\ndef add_four(x):\n    return x + 4\n\n\n")
 HARD_PROMPT = "Once upon a time, in a small village by the sea,"
 PRESETS = {"easy": EASY_PROMPT, "hard": HARD_PROMPT}
-
-
-def pooled(cells: list[Cell]) -> tuple[float, float]:
-    """(alpha, c) of one draft over several cells: alpha weighted by proposals, c the median."""
-    weights = [max(c.target_calls, 1) for c in cells]
-    alpha = float(np.average([c.alpha for c in cells], weights=weights)) if cells else 0.0
-    costs = [c.cost_ratio for c in cells]
-    return alpha, float(statistics.median(costs)) if costs else 0.0
-
-
-def _cell(engine: Engine, prompt_ids, draft, gamma: int, n_new: int, cfg: SamplingConfig, seed: int,
-          plain, eos_ids) -> Cell:
-    run = speculative_generate(engine, draft, prompt_ids, n_new, gamma, cfg, seed, eos_ids)
-    return _cell_from_run(draft, run, gamma, plain)
-
-
-def run_gamma(engine: Engine, prompt_ids: tuple, draft_specs: tuple, gamma: int, n_new: int,
-              temperature: float = 0.0, seed: int = 0, vocab_subset: tuple | None = None,
-              eos_ids: tuple = ()) -> list[Cell]:
-    """Every draft at one gamma, with ONE plain decode timed in the middle of the drafts' runs
-    (side by side: the same load on the machine). Returns one Cell per draft spec."""
-    cfg = SamplingConfig(float(temperature))
-    drafts = [make_draft(engine, s, vocab_subset) for s in draft_specs]
-    half = len(drafts) // 2
-    runs = {}
-    for i, d in enumerate(drafts[:half]):
-        runs[i] = speculative_generate(engine, d, prompt_ids, n_new, gamma, cfg, seed, eos_ids)
-    plain = plain_decode(engine, prompt_ids, n_new, cfg, seed, eos_ids)
-    cells = []
-    for i, d in enumerate(drafts):
-        if i < half:  # re-use the run made before the plain decode
-            d_run = runs[i]
-            cells.append(_cell_from_run(d, d_run, gamma, plain))
-        else:
-            cells.append(_cell(engine, prompt_ids, d, gamma, n_new, cfg, seed, plain, eos_ids))
-    return cells
-
-
-def _cell_from_run(draft, run, gamma: int, plain) -> Cell:
-    stats = [block_expectation(b.accept_prob) for b in run.blocks] or [(0.0, 0.0)]
-    emitted = sum(b.emitted for b in run.blocks)
-    return Cell(
-        draft=draft.name, gamma=gamma, tokens=emitted, proposals=run.proposed, target_calls=run.target_calls,
-        tokens_per_call=emitted / max(run.target_calls, 1), alpha=run.alpha,
-        accept_rate=run.accepted / max(run.proposed, 1),
-        expected_tokens=float(sum(m for m, _ in stats)), expected_sd=float(np.sqrt(sum(v for _, v in stats))),
-        draft_step_s=draft.seconds / draft.forwards if draft.forwards else 0.0,
-        verify_s=run.target_s / max(run.target_calls, 1),
-        plain_step_s=plain.wall_s / max(plain.target_calls, 1),
-        spec_wall_s=run.wall_s, plain_wall_s=plain.wall_s,
-        identical=run.new_ids == plain.new_ids[:len(run.new_ids)])

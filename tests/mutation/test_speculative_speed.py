@@ -1,0 +1,55 @@
+"""Mutation tests for the speculative-speed page: realistic bugs planted in the concept's code
+(the decoder's rollback, Leviathan's formula) must turn at least one of the page's live checks
+red; without them every check is green. Real model, the easy workload, greedy, prompt lookup
+and a 6-layer early exit, gamma 2 and 4, 24 tokens, one timed repeat (the checks do not read
+the timings)."""
+import pytest
+
+from lib.concepts.speculative import speculative_decode as D
+from lib.concepts.speculative.drafts import frequent_tokens
+from lib.concepts.speculative_speed import checks, timed_runs
+from lib.concepts.speculative_speed import speculative_speed as sp
+from lib.model.long_text import long_text
+
+pytestmark = pytest.mark.real_model
+GAMMAS, N_NEW = (2, 4), 24
+
+
+def key(text_key, /, **_):
+    return text_key
+
+
+@pytest.fixture(scope="module")
+def workload(real_model):
+    ids = tuple(real_model.tokenizer(sp.EASY_PROMPT)["input_ids"])
+    return real_model, ids, frequent_tokens(real_model.tokenizer, [long_text()], ids)
+
+
+def page_results(workload):
+    m, ids, subset = workload
+    drafts = (("lookup", 3), ("early_small", 6))
+    plain = timed_runs.time_plain(m.engine, ids, N_NEW, 0.0, 0, (), repeats=1)
+    by_g = {g: timed_runs.run_gamma(m.engine, ids, drafts, g, N_NEW, 0.0, 0, subset, (), plain, repeats=1)
+            for g in GAMMAS}
+    cells = {j: [by_g[g][j] for g in GAMMAS] for j in range(len(drafts))}
+    return checks.page_checks(cells, 0.0, N_NEW, key)
+
+
+def failed(results):
+    return [r.name for r in results if not r.passed]
+
+
+def test_all_green_without_a_bug(workload):
+    assert failed(page_results(workload)) == []
+
+
+def test_rollback_keeps_one_rejected_draft(workload, monkeypatch):
+    monkeypatch.setattr(D, "rollback_length", lambda n_before, accepted: n_before + 2 + accepted)
+    assert "check_identical" in failed(page_results(workload))
+
+
+def test_formula_counts_accepted_drafts_only(workload, monkeypatch):
+    """E[accepted drafts per call] taken for E[tokens per call]: the target's own token forgotten."""
+    real = sp.expected_tokens_per_call
+    monkeypatch.setattr(sp, "expected_tokens_per_call", lambda alpha, gamma: real(alpha, gamma) - 1.0)
+    assert "check_formula" in failed(page_results(workload))
