@@ -91,8 +91,10 @@ parts.append((t("c_weights"), w_probe.steps["weights"]["float32"] if w_probe els
 if pre_probe is not None:
     pre = pre_probe.steps["prefill"]
     peak = pre["peak_delta"] if pre.get("peak_delta") is not None else pre["delta"]
-    parts.append((t("c_kv", T=prefill, B=batch), pre["kv_nbytes"], ma.kv_cache_bytes(s, prefill, batch)))
-    parts.append((t("c_act", T=prefill, B=batch), peak - pre["kv_nbytes"],
+    layers = pre.get("layers", s.n_layers)
+    parts.append((t("c_kv", T=prefill, B=batch, L=layers), pre["kv_nbytes"],
+                  ma.kv_cache_bytes(ma.truncated_spec(s, layers), prefill, batch)))
+    parts.append((t("c_act", T=prefill, B=batch, L=layers), peak - pre["kv_nbytes"],
                   ma.prefill_activation_bytes(s, batch, prefill, logits=False)))
 fig = plots.stack_figure([t("bar_measured"), t("bar_predicted")],
                          [(name, [meas or 0, pred if pred is not None else (meas or 0)]) for name, meas, pred in parts],
