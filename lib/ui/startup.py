@@ -32,6 +32,8 @@ def _heavy_imports() -> None:
     import streamlit.dataframe_util as du
     import transformers  # noqa: F401
     from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401
+    from transformers import GenerationConfig, GenerationMixin  # noqa: F401 (raced in the load test)
+    import transformers.generation.utils  # noqa: F401
 
     # Plotly imports its property validators lazily on first use: build one figure with every
     # trace kind and layout feature the pages use, and serialise it.
