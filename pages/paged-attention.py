@@ -67,6 +67,8 @@ def go_to(value: int) -> None:
 
 if st.session_state.pop(STOP_KEY, False):
     st.session_state[PLAY_KEY] = False
+if st.session_state.get(STEP_KEY, 0) > max(last, 1):          # fewer steps after a control change
+    st.session_state[STEP_KEY] = max(last, 1)
 
 
 @st.fragment(run_every=PLAY_EVERY_S if st.session_state.get(PLAY_KEY) and revealed else None)

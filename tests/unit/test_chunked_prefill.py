@@ -58,3 +58,25 @@ def test_chunking_bounds_the_gap_and_costs_ttft():
     assert rows[16].tbt_p99_s < rows[64].tbt_p99_s < rows[None].tbt_p99_s
     assert rows[16].ttft_mean_s > rows[None].ttft_mean_s
     assert np.isclose(rows[None].tbt_p50_s, COSTS.decode(4))
+
+
+def test_predicted_steps_follow_the_chunks_and_narration_names_them():
+    from lib.concepts.chunked_prefill import narrate
+    from lib.concepts.chunked_prefill.real_schedule import predicted_steps
+    toks, secs = predicted_steps(COSTS, 4, 100, 32, before=2)
+    assert toks == [0, 0, 32, 32, 32, 4]
+    assert secs[2] == pytest.approx(COSTS.decode(4) + COSTS.prefill(32))
+    assert predicted_steps(COSTS, 4, 100, None)[0] == [0, 0, 100]
+    res = simulate([SimRequest("r", 0.0, 0, 4), SimRequest("new1", 0.0, 40, 1)], COSTS, 16)
+    t = lambda key, **f: key + ":" + ",".join(f"{k}={v}" for k, v in sorted(f.items()))  # noqa: E731
+    lines = narrate.step_sentences(res, {"r": 0, "new1": 40}, t)
+    assert "step_prefill:L=40,a=1,b=16,rid=new1" in lines[0]
+    assert "step_first:" in lines[2] and "a=33,b=40" in lines[2]
+
+
+def test_real_schedule_on_the_tiny_engine_interleaves_chunks(eng):
+    from lib.concepts.chunked_prefill.real_schedule import run_schedule
+    a = run_schedule(eng, 2, 40, None, before=1, after=1, context=8)
+    b = run_schedule(eng, 2, 40, 16, before=1, after=1, context=8)
+    assert a.prefill_tokens == [0, 40, 0] and b.prefill_tokens == [0, 16, 16, 8, 0]
+    assert a.running_tokens == b.running_tokens[:3] and a.first_token == b.first_token

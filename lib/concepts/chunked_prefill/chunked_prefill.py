@@ -8,14 +8,12 @@ and each piece takes a bounded slice of time. Also the step costs the scheduler 
 """
 from __future__ import annotations
 
-import statistics
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from lib.decoding.generate import prefill
+from lib.core.timing import measure
 
 
 @dataclass
@@ -28,13 +26,27 @@ class ChunkCheck:
     cache_diff: float        # max |K or V| difference over every layer of the two caches
 
 
+def prefill_in_chunks(engine, ids: torch.Tensor, chunk: int, cache=None):
+    """Prefill ids (B, L) `chunk` tokens per forward into one cache: chunk i covers tokens
+    [i*chunk, (i+1)*chunk) at their absolute positions, and its queries see the K/V of every
+    earlier chunk already in the cache. Returns (last logits (B, V), cache)."""
+    B, L = ids.shape
+    cache = cache if cache is not None else engine.new_cache(B, capacity=L + 64)
+    for s in range(0, L, chunk):
+        pos = torch.arange(s, min(s + chunk, L), device=ids.device).expand(B, -1)    # (B, c)
+        logits = engine.forward(ids[:, s:s + chunk], cache, positions=pos)           # (B, 1, V)
+    return logits[:, -1], cache
+
+
 def chunked_vs_oneshot(engine, ids, chunk: int) -> ChunkCheck:
     """Prefill `ids` in one forward and in chunks of `chunk` tokens; compare logits and K/V."""
     x = torch.tensor([list(ids)], device=engine.device)                   # (1, L)
-    one, c1 = prefill(engine, x)
-    many, c2 = prefill(engine, x, chunk=chunk)
-    kv = max(max(float((c1.keys(l) - c2.keys(l)).abs().max()), float((c1.values(l) - c2.values(l)).abs().max()))
-             for l in range(engine.spec.n_layers))
+    c1 = engine.new_cache(1, capacity=x.shape[1] + 64)
+    one = engine.forward(x, c1)[:, -1]                                    # (1, V)
+    many, c2 = prefill_in_chunks(engine, x, chunk)
+    def diff(a, b):                                   # a cache of another length differs entirely
+        return float((a - b).abs().max()) if a.shape == b.shape else float("inf")
+    kv = max(max(diff(c1.keys(l), c2.keys(l)), diff(c1.values(l), c2.values(l))) for l in range(engine.spec.n_layers))
     return ChunkCheck(len(ids), chunk, -(-len(ids) // chunk), float((one - many).abs().max()),
                       int(one.argmax()) == int(many.argmax()), kv)
 
@@ -50,6 +62,10 @@ class StepCosts:
     decode_batch: tuple[int, ...]
     decode_s: tuple[float, ...]
     context: int
+    prefill_spread_s: tuple[float, ...] = ()   # max - min over the repeats of each prefill
+    decode_spread_s: tuple[float, ...] = ()
+    load_avg: float = float("nan")             # 1-minute load average while measuring
+    repeats: int = 0
 
     def prefill(self, n_tokens: int) -> float:
         """Time for a prefill (or chunk) of n tokens: the straight line a + b·n fitted to the
@@ -58,6 +74,10 @@ class StepCosts:
             return 0.0
         a, b = _line_fit(self.prefill_tokens, self.prefill_s)
         return a + b * n_tokens
+
+    def prefill_line(self) -> tuple[float, float]:
+        """(a, b) of the fitted prefill time a + b * tokens, in seconds."""
+        return _line_fit(self.prefill_tokens, self.prefill_s)
 
     def decode(self, batch: int) -> float:
         """Time for one decode step of `batch` sequences (same kind of fit over batch sizes)."""
@@ -80,33 +100,26 @@ def _line_fit(x, y) -> tuple[float, float]:
     return float(a), float(b)
 
 
-def _median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def measure_costs(engine, prefill_tokens=(16, 32, 64, 128, 256, 512), decode_batch=(1, 2, 4, 8),
-                  context: int = 64, seed: int = 0, on_progress=None) -> StepCosts:
-    """Time prefill of each length and one decode step of each batch size with the engine
-    (median of 3 runs; 1 run for prompts over 128 tokens, which take long enough to be stable).
+                  context: int = 64, seed: int = 0, repeats: int = 3, on_progress=None) -> StepCosts:
+    """Time prefill of each length and one decode step of each batch size with the engine,
+    each alone (lib.core.timing.measure: no other model work meanwhile), median of `repeats`.
     Token ids are random but fixed by `seed` (cost does not depend on which tokens)."""
     g = torch.Generator().manual_seed(seed)
     dev = engine.device
     hi = min(1000, engine.spec.vocab)
     rand = lambda *shape: torch.randint(0, hi, shape, generator=g).to(dev)  # noqa: E731
-    engine.forward(rand(1, 8), engine.new_cache(capacity=8))                  # warm-up
     total = len(prefill_tokens) + len(decode_batch)
-    pre = []
+    pre, pre_spread, loads = [], [], []
     for i, n in enumerate(prefill_tokens):
         ids = rand(1, n)
-        pre.append(_median_time(lambda: engine.forward(ids, engine.new_cache(capacity=n)), 3 if n <= 128 else 1))
+        tm = measure(lambda: engine.forward(ids, engine.new_cache(capacity=n)), repeats, warmup=1 if i == 0 else 0)
+        pre.append(tm.median_s)
+        pre_spread.append(tm.spread_s)
+        loads.append(tm.load_avg)
         if on_progress:
             on_progress((i + 1) / total)
-    dec = []
+    dec, dec_spread = [], []
     for j, b in enumerate(decode_batch):
         cache = engine.new_cache(b, capacity=context + 8)
         engine.forward(rand(b, context), cache, logits="none")
@@ -115,7 +128,11 @@ def measure_costs(engine, prefill_tokens=(16, 32, 64, 128, 256, 512), decode_bat
         def step():
             cache.crop(context)
             engine.forward(tok, cache)
-        dec.append(_median_time(step, 3))
+        tm = measure(step, repeats, warmup=0)
+        dec.append(tm.median_s)
+        dec_spread.append(tm.spread_s)
+        loads.append(tm.load_avg)
         if on_progress:
             on_progress((len(prefill_tokens) + j + 1) / total)
-    return StepCosts(tuple(prefill_tokens), tuple(pre), tuple(decode_batch), tuple(dec), context)
+    return StepCosts(tuple(prefill_tokens), tuple(pre), tuple(decode_batch), tuple(dec), context,
+                     tuple(pre_spread), tuple(dec_spread), float(np.nanmax(loads)) if loads else float("nan"), repeats)

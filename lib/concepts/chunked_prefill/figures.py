@@ -22,31 +22,58 @@ def costs_figure(costs, labels: dict[str, str]) -> go.Figure:
                     marker=dict(color=DECODE, size=9, symbol="diamond"))
     fig.add_scatter(x=xd, y=[costs.decode(b) * 1000 for b in xd], mode="lines", name=labels["decode_fit"],
                     line=dict(color=DECODE, dash="dot"))
-    fig.update_xaxes(type="log", title_text=labels["x"])
-    fig.update_layout(title=labels["title"], yaxis_title=labels["y"], height=400,
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
+    fig.update_layout(title=labels["title"], yaxis_title=labels["y"], height=420,
+                      legend=dict(orientation="h", y=-0.2, yanchor="top", x=0, xanchor="left"))
     return fig
 
 
-def timeline_figure(results: dict[str, object], labels: dict[str, str]) -> go.Figure:
+def timeline_figure(results: dict[str, object], labels: dict[str, str], cursor_s: float | None = None) -> go.Figure:
     """One panel per policy: each request's tokens as dots on the time axis, and every
-    scheduler step as a bar (blue = decode only, red = contains prefill)."""
+    scheduler step as a bar segment (blue = decode only, red = contains prefill); `cursor_s`
+    draws a vertical line at that time (the step being inspected)."""
     names = list(results)
     fig = make_subplots(rows=len(names), cols=1, shared_xaxes=True, subplot_titles=names, vertical_spacing=0.12)
     for i, name in enumerate(names, 1):
         res = results[name]
         rids = list(res.token_times)
-        for st in res.steps:
-            fig.add_shape(type="rect", x0=st.start_s, x1=st.end_s, y0=-1.2, y1=-0.6, row=i, col=1, line_width=0.3,
-                          fillcolor=PREFILL if st.prefill_tokens else DECODE)
-        for j, rid in enumerate(rids):
+        fig.add_bar(x=[(st.end_s - st.start_s) for st in res.steps], base=[st.start_s for st in res.steps],
+                    y=[labels["steps"]] * len(res.steps), orientation="h", showlegend=False,
+                    marker=dict(color=[PREFILL if st.prefill_tokens else DECODE for st in res.steps],
+                                line=dict(color="white", width=0.5)),
+                    hovertemplate="%{base:.3f} s + %{x:.3f} s<extra></extra>", row=i, col=1)
+        for rid in rids:
             tt = res.token_times[rid]
-            fig.add_scatter(x=tt, y=[j] * len(tt), mode="markers", marker=dict(size=5, color=PREFILL if rid.startswith("new") else DECODE),
-                            showlegend=False, name=rid, row=i, col=1,
+            fig.add_scatter(x=tt, y=[rid] * len(tt), mode="markers", showlegend=False, name=rid, row=i, col=1,
+                            marker=dict(size=6, color=PREFILL if rid.startswith("new") else DECODE),
                             hovertemplate=rid + ": %{x:.3f} s<extra></extra>")
-        fig.update_yaxes(tickvals=[-0.9] + list(range(len(rids))), ticktext=[labels["steps"]] + rids, row=i, col=1)
+        fig.update_yaxes(type="category", categoryorder="array", categoryarray=[labels["steps"]] + rids,
+                         autorange="reversed", row=i, col=1)
+        if cursor_s is not None:
+            fig.add_vline(x=cursor_s, line_color="black", line_width=2, row=i, col=1)
     fig.update_xaxes(title_text=labels["x"], row=len(names), col=1)
-    fig.update_layout(title=labels["title"], height=260 * len(names) + 80)
+    fig.update_layout(title=labels["title"], height=260 * len(names) + 80, bargap=0.3)
+    return fig
+
+
+def real_steps_figure(runs: dict[str, object], preds: dict[str, list[float]], labels: dict[str, str]) -> go.Figure:
+    """Measured seconds of every step of the real runs (bars; red = contains prefill) with the
+    simulation's prediction of the same steps (black markers)."""
+    names = list(runs)
+    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, shared_yaxes=True, horizontal_spacing=0.05)
+    for i, name in enumerate(names, 1):
+        r = runs[name]
+        xs = list(range(len(r.step_s)))
+        fig.add_bar(x=xs, y=[s * 1000 for s in r.step_s], name=labels["measured"], showlegend=i == 1,
+                    marker_color=[PREFILL if n else DECODE for n in r.prefill_tokens], row=1, col=i,
+                    hovertemplate="%{y:.0f} ms<extra></extra>")
+        p = preds[name]
+        fig.add_scatter(x=xs[:len(p)], y=[s * 1000 for s in p], mode="markers", name=labels["predicted"],
+                        showlegend=i == 1, marker=dict(color="black", symbol="x", size=10), row=1, col=i)
+        fig.update_xaxes(title_text=labels["x"], dtick=1, row=1, col=i)
+    fig.update_yaxes(title_text=labels["y"], row=1, col=1)
+    fig.update_layout(title=labels["title"], height=380,
+                      legend=dict(orientation="h", y=-0.25, yanchor="top", x=0, xanchor="left"))
     return fig
 
 
@@ -60,5 +87,6 @@ def sweep_figure(rows, labels: dict[str, str]) -> go.Figure:
                     row=1, col=2)
     fig.update_xaxes(title_text=labels["x"], type="category")
     fig.update_yaxes(title_text="ms")
-    fig.update_layout(title=labels["title"], height=380)
+    fig.update_layout(title=labels["title"], height=400,
+                      legend=dict(orientation="h", y=-0.25, yanchor="top", x=0, xanchor="left"))
     return fig

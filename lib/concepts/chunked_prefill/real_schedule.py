@@ -1,0 +1,91 @@
+"""The scheduler run for real: requests decoding on the engine while a long prompt arrives,
+prefilled in one piece or in chunks, every step timed. The simulation
+(lib.concepts.chunked_prefill.scheduler_sim) predicts these steps from separately measured
+costs; this module measures them, so the page can check the prediction and the claim.
+
+One step (as in the simulation): every running request decodes one token (one batched
+forward), then, once the prompt has arrived, the next `chunk` prompt tokens (chunk = None:
+all of it) go through a forward into the new request's own cache. The step's wall time is the
+gap between two tokens of every running request.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import torch
+
+from lib.core.timing import exclusive
+
+
+@dataclass
+class RealRun:
+    chunk: int | None
+    step_s: list[float]             # measured wall time of every step
+    prefill_tokens: list[int]       # prompt tokens processed in each step (0 = decode only)
+    running_tokens: list[list[int]] # per step: the greedy token of each running request
+    first_token: int                # the new request's first (greedy) token
+    load_avg: float                 # 1-minute load average after the run
+
+    def max_step_s(self) -> float:
+        return max(self.step_s)
+
+    def decode_only_s(self) -> list[float]:
+        return [s for s, n in zip(self.step_s, self.prefill_tokens) if n == 0]
+
+
+def run_schedule(engine, n_running: int, prompt_len: int, chunk: int | None, before: int = 2,
+                 after: int = 1, context: int = 64, seed: int = 0, clock=time.perf_counter) -> RealRun:
+    """`n_running` requests (a `context`-token history each) decode greedily; a prompt of
+    `prompt_len` tokens arrives after `before` steps and is prefilled `chunk` tokens per step;
+    `after` decode-only steps follow. Token ids are random but fixed by `seed`. The whole run
+    holds the measurement lock (lib.core.timing.exclusive): no other model work meanwhile."""
+    if chunk is not None and chunk < 1:
+        raise ValueError("chunk must be >= 1 or None")
+    g = torch.Generator().manual_seed(seed)
+    hi = min(1000, engine.spec.vocab)
+    ctx = torch.randint(0, hi, (n_running, context), generator=g).to(engine.device)       # (n, C)
+    prompt = torch.randint(0, hi, (1, prompt_len), generator=g).to(engine.device)         # (1, L)
+    steps, pre, toks, first = [], [], [], -1
+    with exclusive():
+        cache = engine.new_cache(n_running, capacity=context + before + after + prompt_len + 8)
+        tok = engine.forward(ctx, cache)[:, -1].argmax(-1, keepdim=True)                  # (n, 1)
+        new_cache = engine.new_cache(1, capacity=prompt_len + 8)
+        done, tail = 0, 0
+        while done < prompt_len or tail < after:
+            t0 = clock()
+            logits = engine.forward(tok, cache)[:, -1]                                    # (n, V)
+            n_pre = 0
+            if len(steps) >= before and done < prompt_len:
+                n_pre = prompt_len - done if chunk is None else min(chunk, prompt_len - done)
+                pos = torch.arange(done, done + n_pre, device=engine.device)[None]        # (1, c)
+                out = engine.forward(prompt[:, done:done + n_pre], new_cache, positions=pos)  # (1, 1, V)
+                done += n_pre
+                if done == prompt_len:
+                    first = int(out[0, -1].argmax())
+            elif done == prompt_len:
+                tail += 1
+            tok = logits.argmax(-1, keepdim=True)                                         # (n, 1)
+            steps.append(clock() - t0)
+            pre.append(n_pre)
+            toks.append(tok[:, 0].tolist())
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return RealRun(chunk, steps, pre, toks, first, load)
+
+
+def predicted_steps(costs, n_running: int, prompt_len: int, chunk: int | None, before: int = 2):
+    """The simulation of the same schedule: (prompt tokens per step, predicted seconds per
+    step) for the steps up to the one that finishes the prefill."""
+    from lib.concepts.chunked_prefill.scheduler_sim import SimRequest, simulate
+
+    d = costs.decode(n_running)
+    reqs = [SimRequest(f"run{i + 1}", 0.0, 0, before + prompt_len + 1) for i in range(n_running)]
+    reqs.append(SimRequest("new", before * d, prompt_len, 1))
+    steps, total = [], 0
+    for s in simulate(reqs, costs, chunk).steps:
+        steps.append(s)
+        total += s.prefill_tokens
+        if total >= prompt_len:
+            break
+    return [s.prefill_tokens for s in steps], [s.end_s - s.start_s for s in steps]
