@@ -15,8 +15,8 @@ pytestmark = pytest.mark.real_model
 N_PAR, N_MASS = 28, 64
 
 
-def key(k, **_):
-    return k
+def key(text_key, **_):
+    return text_key
 
 
 @pytest.fixture(scope="module")

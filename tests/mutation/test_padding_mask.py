@@ -10,8 +10,8 @@ pytestmark = pytest.mark.real_model
 PROMPTS = ("The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village by the sea,")
 
 
-def key(k, **_):
-    return k
+def key(text_key, **_):
+    return text_key
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ B = "You are a careful assistant. Answer in one short sentence.\nQuestion: What 
 BS, SHIFT = 8, 16
 
 
-def key(k, **_):
-    return k
+def key(text_key, **_):
+    return text_key
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ PROMPT = "Alice gave Bob a book because she wanted"
 DELTA, LAYER = 256, 5
 
 
-def key(k, **_):
-    return k
+def key(text_key, **_):
+    return text_key
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.real_model
 W, PAR_W, PAR_N = 16, 8, 20
 
 
-def key(k, **_):
-    return k
+def key(text_key, **_):
+    return text_key
 
 
 @pytest.fixture(scope="module")
