@@ -2,13 +2,14 @@
 # make test : install the test browser if missing, set up, prepare the model, run every test
 # make bench: the benchmark (prints a JSON object as its last line)
 #
-# Python: the first of python3.12 (Streamlit Community Cloud's default), python3.13,
-# python3.11 found on PATH; `make PYTHON=/path/to/python3.x ...` chooses another one.
+# Python: the machine's own python3 when it is 3.11-3.13 (on this project's machines that is
+# 3.11, for which the registry serves torch 2.13.0's CPU wheel), else the first working
+# python3.12 (Streamlit Community Cloud's default), python3.13, python3.11; `make PYTHON=/path/to/python3.x ...` chooses another one.
 # VENV=.venv-3.12 keeps a second environment beside the first (.ci/run does).
 # TORCH_INDEX=https://download.pytorch.org/whl/cpu installs torch's CPU-only build first.
 # A candidate must run (a pyenv shim for a version that is not selected does not); pyenv's
 # installed versions are tried too.
-PYTHON ?= $(shell for v in 3.12 3.13 3.11; do   for p in $$(command -v python$$v) $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v*/bin/python$$v 2>/dev/null); do     $$p -c "" 2>/dev/null && { echo $$p; exit 0; }; done; done)
+PYTHON ?= $(shell p=$$(command -v python3) && $$p -c "import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))" 2>/dev/null && { echo $$p; exit 0; }; for v in 3.12 3.13 3.11; do   for p in $$(command -v python$$v) $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v*/bin/python$$v 2>/dev/null); do     $$p -c "" 2>/dev/null && { echo $$p; exit 0; }; done; done)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
