@@ -147,6 +147,8 @@ def test_every_page_renders(server, browser, lang):
                     failures.append(f"{slug}: title not in {lang}")
                 if common["check_it"] not in text:
                     failures.append(f"{slug}: no '{common['check_it']}' section")
+                if page.locator("[class*='st-key-predict-']").count() < 1:     # st.container(key="predict-…")
+                    failures.append(f"{slug}: no predict-then-reveal question")
                 if common["fail"] in text.split():
                     failures.append(f"{slug}: a live check failed")
         finally:
