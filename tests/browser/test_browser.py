@@ -135,7 +135,10 @@ def test_every_page_renders(server, browser, lang):
     failures = []
     for c in [None] + PAGES:
         slug = c.slug if c else ""
-        page = visit(browser, f"{server}/{slug}?lang={lang}", f"{slug or 'home'}-{lang}", charts=1 if c else 0)
+        # reveal=1: a concept page draws the figure that answers its predict question only once
+        # the visitor answered; the URL reveals every answer, so every figure must be drawn.
+        query = f"lang={lang}&reveal=1" if c else f"lang={lang}"
+        page = visit(browser, f"{server}/{slug}?{query}", f"{slug or 'home'}-{lang}", charts=1 if c else 0)
         try:
             if page.locator("[data-testid='stException']").count():
                 failures.append(f"{slug}: exception box")
