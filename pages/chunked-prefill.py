@@ -1,4 +1,8 @@
 """Chunked prefill (CONCEPTS.md §16): widgets and layout only; the numbers come from lib/."""
+from lib.ui import startup
+
+startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
+
 import streamlit as st
 
 from lib.concepts.chunked_prefill import checks, chunked_prefill, narrate, real_schedule, scheduler_sim

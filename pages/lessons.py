@@ -1,5 +1,9 @@
 """Lessons (issue 14 §4): curated paths through the pages, one step at a time, with a
 worksheet and a live answer key. Data: lib/concepts/lessons/; UI helpers: lib/ui/lessons.py."""
+from lib.ui import startup
+
+startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
+
 import streamlit as st
 
 from lib.concepts.lessons.catalog import BY_ID, LESSONS

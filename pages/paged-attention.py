@@ -1,4 +1,8 @@
 """PagedAttention (CONCEPTS.md §15): widgets and layout only; the numbers come from lib/."""
+from lib.ui import startup
+
+startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
+
 import pandas as pd
 import streamlit as st
 

@@ -1,4 +1,8 @@
 """Prefix caching (CONCEPTS.md §14): widgets and layout only; the numbers come from lib/."""
+from lib.ui import startup
+
+startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
+
 import streamlit as st
 
 from lib.concepts.prefix_caching import prefix_cache

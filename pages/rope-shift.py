@@ -1,4 +1,8 @@
 """RoPE position shift (CONCEPTS.md §11): widgets and layout only; the numbers come from lib/."""
+from lib.ui import startup
+
+startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
+
 import numpy as np
 import streamlit as st
 

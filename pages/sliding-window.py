@@ -1,4 +1,8 @@
 """Sliding-window KV cache (CONCEPTS.md §12): widgets and layout only; numbers come from lib/."""
+from lib.ui import startup
+
+startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
+
 import streamlit as st
 
 from lib.core.cache import policy as cp

@@ -1,4 +1,8 @@
 """Speculative sampling: acceptance and correction (CONCEPTS.md §6). Widgets and layout only."""
+from lib.ui import startup
+
+startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
+
 import streamlit as st
 
 from lib.concepts.speculative import figures as plots

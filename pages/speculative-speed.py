@@ -2,6 +2,10 @@
 
 Declared long: every (draft, gamma) point is a real run timed with lib.core.timing.measure
 (alone, repeated, median), cached per (model, workload, settings) and shown with a progress bar."""
+from lib.ui import startup
+
+startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
+
 import streamlit as st
 
 from lib.concepts.speculative import figures as plots

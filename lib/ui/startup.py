@@ -30,6 +30,10 @@ def _heavy_imports() -> None:
     import plotly.io  # noqa: F401
     from plotly.subplots import make_subplots
     import streamlit.dataframe_util as du
+    # First: transformers.processing_utils runs `direct_transformers_import`, which executes
+    # transformers/__init__.py again and puts a NEW lazy `transformers` module into sys.modules,
+    # whose names are all unresolved again. Every name resolved below must be resolved on that one.
+    import transformers.processing_utils  # noqa: F401
     import transformers  # noqa: F401
     from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401
     from transformers import GenerationConfig, GenerationMixin  # noqa: F401 (raced in the load test)
@@ -60,13 +64,10 @@ def _heavy_imports() -> None:
     du.convert_anything_to_arrow_bytes({"a": [1.0, 2.0], "b": ["x", "y"]})
 
 
-def _lazy_imports() -> list[str]:
-    """Import now every third-party module and name that lib/ and pages/ import anywhere,
-    including inside functions (transformers resolves `from transformers import X` lazily, and
-    two threads doing that at once fail: `cannot import name 'Gemma3TextConfig'`). Returns what
-    could not be imported (optional extras)."""
+def imported_names() -> set[tuple[str, str | None]]:
+    """Every (third-party module, name or None) that lib/ and pages/ import anywhere, including
+    inside functions."""
     import ast
-    import importlib
     from pathlib import Path
 
     from lib.ui.result_store import parse
@@ -83,10 +84,18 @@ def _lazy_imports() -> list[str]:
                 wanted.update((a.name, None) for a in node.names)
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 wanted.update((node.module, a.name) for a in node.names if a.name != "*")
+    return {(m, n) for m, n in wanted
+            if m.split(".")[0] not in ("lib", "pages", "tests", "bench", "streamlit", "__future__")}
+
+
+def _lazy_imports() -> list[str]:
+    """Import now every name of `imported_names()` (transformers resolves `from transformers
+    import X` lazily, and two threads doing that at once fail: `cannot import name
+    'Gemma3TextConfig'`). Returns what could not be imported (optional extras)."""
+    import importlib
+
     missing = []
-    for module, name in sorted(wanted, key=lambda x: (x[0], x[1] or "")):
-        if module.split(".")[0] in ("lib", "pages", "tests", "bench", "streamlit", "__future__"):
-            continue
+    for module, name in sorted(imported_names(), key=lambda x: (x[0], x[1] or "")):
         try:
             mod = importlib.import_module(module)
             if name is not None and not hasattr(mod, name):

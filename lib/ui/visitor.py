@@ -69,7 +69,8 @@ async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 
                         v.elements += 1
                         what = el.WhichOneof("type")
                         if what == "exception":
-                            v.exceptions.append(f"{el.exception.type}: {el.exception.message}"[:500])
+                            where = " <- ".join(line.strip() for line in list(el.exception.stack_trace)[-6:][::-1])
+                            v.exceptions.append(f"{el.exception.type}: {el.exception.message}"[:500] + f" at {where[:1500]}")
                         elif what == "alert" and el.alert.format == 1:      # Alert.ERROR
                             v.errors.append(el.alert.body[:300])
                         elif keep_texts and what == "markdown" and el.markdown.element_type != 2:   # not captions
