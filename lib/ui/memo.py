@@ -11,6 +11,9 @@ For one key (function, its arguments' values, the model's key):
                          alone), at most `LLM_LAB_WORKERS` computations at once (default: half
                          the cores, at least 2: bounds the class's transient memory), then
                          stored in memory and on disk.
+Background work (`before_compute`, the prewarm visitor yielding) waits before it takes a key's
+flight, never while holding one: otherwise a visitor waiting for that key would wait for a
+thread that waits for the visitor (this deadlock hung a page in CI).
 Memory is one LRU over all functions with a total byte budget (`LLM_LAB_RESULT_CACHE_MB`,
 default 192) and, per function, at most `max_entries` results. Results are shared between
 sessions: treat them as read-only. Each script run collects where its results came from
@@ -152,6 +155,14 @@ class Memo:
             stats["memory"] += 1
             _note(self.name, "shared" if hit[2].this_process else "disk", hit[2])
             return hit[0]
+        if self.before_compute is not None and not getattr(_run, "holding", 0):
+            # Background work yields to visitors HERE, before it owns a flight: a visitor never
+            # waits on a flight whose owner waits for that visitor to finish.
+            self.before_compute()
+            hit = MEMORY.get(k)
+            if hit is not None:
+                _note(self.name, "shared" if hit[2].this_process else "disk", hit[2])
+                return hit[0]
         with _inflight_lock:
             flight = _inflight.get(k)
             mine = flight is None
@@ -168,6 +179,7 @@ class Memo:
                 return self(*args, **kwargs)
             _note(self.name, "shared" if flight.origin == "computed" else flight.origin, flight.prov)
             return flight.value
+        _run.holding = getattr(_run, "holding", 0) + 1     # nested memo calls inside fn never yield
         try:
             loaded = STORE.load(self.fn, key)
             if loaded is not None:
@@ -175,8 +187,6 @@ class Memo:
                 flight.origin = "disk"
                 stats["disk"] += 1
             else:
-                if self.before_compute is not None:
-                    self.before_compute()
                 with _workers:
                     t0 = time.perf_counter()
                     with model_work():
@@ -195,6 +205,7 @@ class Memo:
             flight.error = e
             raise
         finally:
+            _run.holding -= 1
             flight.done.set()
             with _inflight_lock:
                 _inflight.pop(k, None)

@@ -43,3 +43,40 @@ def test_every_concept_page_is_prewarmed_in_both_languages():
     for c in CONCEPTS:
         if c.exists:
             assert (c.slug, "") in visits and (c.slug, "lang=id") in visits
+
+
+def test_a_visitor_needing_what_the_background_is_about_to_compute_is_not_blocked():
+    """The deadlock seen in CI: the background visitor took a key's flight, then waited for
+    visitors to finish; a visitor needing the same key waited for that flight forever."""
+    from lib.ui.memo import Memo
+
+    calls = []
+    memo = Memo(lambda x: calls.append(threading.current_thread().name) or x * 2,
+                key_of=lambda a: a, before_compute=prewarm.yield_to_visitors)
+    memo.name = f"deadlock-test-{time.monotonic_ns()}"     # a fresh key space, no disk hit
+    from lib.ui import memo as memo_module
+    was, memo_module.STORE.enabled = memo_module.STORE.enabled, False
+    out = {}
+
+    def background():
+        prewarm._mine.on = True
+        try:
+            out["background"] = memo(21)
+        finally:
+            prewarm._mine.on = False
+
+    def visitor():
+        with prewarm.visitor_running():
+            time.sleep(0.3)                      # the background thread is already waiting
+            out["visitor"] = memo(21)
+
+    v = threading.Thread(target=visitor, name="visitor")
+    b = threading.Thread(target=background, name="background")
+    v.start()
+    time.sleep(0.1)
+    b.start()
+    v.join(timeout=10)
+    b.join(timeout=10)
+    memo_module.STORE.enabled = was
+    assert out == {"visitor": 42, "background": 42}
+    assert calls == ["visitor"]                   # computed once, by the visitor
