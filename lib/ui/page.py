@@ -32,7 +32,7 @@ from lib.concepts.catalog import Concept, by_slug
 from lib.model.tokens import EmptyPrompt, Prompt, encode_prompt
 from lib.ui.boot import leave_pages_folder_mode
 from lib.ui.download import figure_downloads
-from lib.ui.i18n import SEPARATORS, texts
+from lib.ui.i18n import SEPARATORS, load_texts, texts
 from lib.ui.present import PRESENT, VIEW_PARAM, presenter_view  # noqa: F401 (re-exported)
 from lib.ui.state import UrlState
 
@@ -74,8 +74,8 @@ class ConceptPage:
         preset = st.session_state.pop("preset_prompt", None)
         if preset is not None:
             st.session_state[self.state._key(PROMPT_PARAM)] = preset
-        text = self.state.text(PROMPT_PARAM, label or self.c("prompt_label"),
-                               default if default is not None else self.c("default_prompt"),
+        default_text = default if default is not None else self.c("default_prompt")
+        text = self.state.text(PROMPT_PARAM, label or self.c("prompt_label"), default_text,
                                max_chars=8000, height=90, container=container)
         tok = self.model().tokenizer
         try:
@@ -86,7 +86,19 @@ class ConceptPage:
             st.stop()
         if prompt.truncated_from:
             self.notes.append(self.c("note_truncated", n=prompt.truncated_from, cap=max_tokens))
+        if text == default_text and self._untranslated(default_text):
+            container.caption(self.c("english_default"))
         return prompt
+
+    def _untranslated(self, text: str) -> bool:
+        """Is `text` a default kept in English on purpose (identical in every language's texts)?"""
+        if self.t.lang == "en":
+            return False
+        for name in (self.slug, "common"):
+            table = load_texts(name)
+            if any(v == text and table[self.t.lang].get(k) == text for k, v in table["en"].items()):
+                return True
+        return False
 
     def layer_select(self, default: int = 3, container=st) -> int:
         """URL-bound layer picker (`layer`), each option labelled local (with its window,

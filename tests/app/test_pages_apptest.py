@@ -71,3 +71,15 @@ def test_huge_prompt_is_truncated_with_a_note():
     at = open_page("temperature", {"prompt": "word " * 1500})
     assert not at.exception
     assert any("256" in i.value for i in at.info)
+
+
+def test_an_english_default_prompt_says_why_under_indonesian():
+    """logit-bias keeps its English default under lang=id (the model ranks ' Paris' first only in
+    English): the page says so, and stops saying so once the visitor types their own prompt."""
+    note = load_texts("common")["id"]["english_default"]
+    at = open_page("logit-bias", {"lang": "id"})
+    assert not at.exception
+    assert note in [c.value for c in at.caption]
+    at = open_page("logit-bias", {"lang": "id", "prompt": "Ibu kota Indonesia adalah"})
+    assert not at.exception
+    assert note not in [c.value for c in at.caption]
