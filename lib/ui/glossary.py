@@ -117,6 +117,17 @@ def link(key: str, text: str | None = None, lang: str | None = None) -> str:
     return f"[{text or term(key, lang)}]({url(key, lang)})"
 
 
+def terms_of(slug: str) -> list[Term]:
+    """The terms a page uses (those whose `pages` name it), in the glossary's order."""
+    return [t for t in TERMS if slug in t.pages]
+
+
+def page_terms_line(slug: str, lang: str | None = None) -> str:
+    """`[logit](/glossary#logit) · [entropy](/glossary#entropy)`: every term of a page linked to
+    its glossary entry ("" for a page with none)."""
+    return " · ".join(link(t.key, lang=lang) for t in terms_of(slug))
+
+
 def sorted_terms(lang: str | None = None) -> list[Term]:
     """The terms in alphabetical order of their name in `lang` (case- and symbol-insensitive)."""
     lang = lang or current_lang()

@@ -145,6 +145,11 @@ class ConceptPage:
     def notice(self) -> None:
         self.section("what_to_notice")
         st.markdown("\n".join(f"- {s}" for s in self.t.list("notice_")))
+        from lib.ui import glossary
+
+        line = glossary.page_terms_line(self.slug)
+        if line:
+            st.markdown(f"📖 **{self.c('terms_here')}** {line}")
 
     def predict(self, name: str, question: str, options, answer, why: str, format_func=str) -> bool:
         """Predict, then reveal. Asks `question` with `options` in st.container(key="predict-<name>");

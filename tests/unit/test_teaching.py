@@ -149,3 +149,15 @@ def test_peak_and_first_token_share(tiny):
     assert rows.shape == (tiny.spec.n_layers, 4)
     np.testing.assert_allclose(rows.sum(1), 1.0, atol=1e-5)
     assert first_token_share(tr) == pytest.approx(float(rows[:, 0].mean()))
+
+
+def test_every_concept_page_links_its_terms_to_the_glossary():
+    """Each concept page's "What to notice" ends with its terms, each a link to its entry."""
+    from lib.concepts.catalog import CONCEPTS
+
+    for c in CONCEPTS:
+        if not c.exists:
+            continue
+        line = glossary.page_terms_line(c.slug, lang="id")
+        assert "(/glossary?lang=id#" in line, c.slug
+        assert line.count("](") == len(glossary.terms_of(c.slug)) >= 1
