@@ -9,6 +9,7 @@ from lib.concepts.chunked_prefill import checks, chunked_prefill, narrate, real_
 from lib.concepts.chunked_prefill import figures as plots
 from lib.ui import runtime
 from lib.ui.page import ConceptPage
+from lib.ui.step_through import step_through
 
 LENGTHS = (64, 128, 256, 512)
 CHUNKS = (16, 32, 64, 128, 256)
@@ -64,33 +65,9 @@ chunked = runtime.cached(scheduler_sim.simulate)(tuple(reqs), costs, chunk)
 prompt_lens = {r.rid: r.prompt_len for r in reqs}
 sentences = narrate.step_sentences(chunked, prompt_lens, t)
 last = len(chunked.steps) - 1
-STEP_KEY, PLAY_KEY, STOP_KEY = "chunked-prefill.step", "chunked-prefill.play", "chunked-prefill.stop_play"
 
 
-def go_to(value: int) -> None:
-    st.session_state[STEP_KEY] = min(max(value, 0), last)
-
-
-if st.session_state.pop(STOP_KEY, False):
-    st.session_state[PLAY_KEY] = False
-if st.session_state.get(STEP_KEY, 0) > max(last, 1):          # fewer steps after a control change
-    st.session_state[STEP_KEY] = max(last, 1)
-st.toggle(t("btn_play"), key=PLAY_KEY, help=t("play_help", s=PLAY_EVERY_S))
-
-
-@st.fragment(run_every=PLAY_EVERY_S if st.session_state.get(PLAY_KEY) else None)
-def stepper(playing: bool) -> None:
-    if playing:
-        if st.session_state.get(STEP_KEY, 0) >= last:
-            st.session_state[STOP_KEY] = True
-            st.rerun(scope="app")
-        go_to(st.session_state.get(STEP_KEY, 0) + 1)
-    step = page.state.number_slider("step", t("step_label", c=chunk), 0, max(last, 1), 0, help=t("step_help"))
-    step = min(step, last)
-    b1, b2, b3, _ = st.columns([1, 1, 1, 3])
-    b1.button(t("btn_first"), on_click=go_to, args=(0,), key="cp.first", width="stretch")
-    b2.button(t("btn_back"), on_click=go_to, args=(step - 1,), key="cp.back", width="stretch", disabled=step <= 0)
-    b3.button(t("btn_next"), on_click=go_to, args=(step + 1,), key="cp.next", width="stretch", disabled=step >= last)
+def draw_step(step: int) -> None:
     st.markdown(sentences[step])
     fig = plots.timeline_figure({t("policy_naive"): naive, t("policy_chunked", c=chunk): chunked},
                                 {"title": t("fig_tl_title"), "x": t("fig_tl_x"), "steps": t("fig_tl_steps")},
@@ -106,7 +83,7 @@ def stepper(playing: bool) -> None:
         st.markdown("\n".join(f"- {s}" for s in sentences[:step + 1]))
 
 
-stepper(bool(st.session_state.get(PLAY_KEY)))
+step_through(page, last, t("step_label", c=chunk), t("step_help"), draw_step, PLAY_EVERY_S)
 
 if revealed:
     fig = plots.sweep_figure(sweep, {"title": t("fig_sw_title"), "tbt": t("fig_sw_tbt"), "ttft": t("fig_sw_ttft"),

@@ -14,6 +14,7 @@ from lib.core.cache.paged import PagedBatch
 from lib.model.tokens import encode_prompt
 from lib.ui import runtime
 from lib.ui.page import ConceptPage
+from lib.ui.step_through import step_through
 
 BLOCK_SIZES = (8, 16, 32)
 MIB = 2 ** 20
@@ -61,33 +62,11 @@ revealed = page.predict("cow", t("predict_q", p=len(prompt.ids), bs=bs), ("0", "
 
 # ---- step through the scheduler ----------------------------------------------------------------
 last = len(run.snapshots) - 1
-STEP_KEY, PLAY_KEY, STOP_KEY = "paged-attention.step", "paged-attention.play", "paged-attention.stop_play"
 colors = plots.owner_colors(list(run.tokens))
 
 
-def go_to(value: int) -> None:
-    st.session_state[STEP_KEY] = min(max(value, 0), last)
-
-
-if st.session_state.pop(STOP_KEY, False):
-    st.session_state[PLAY_KEY] = False
-if st.session_state.get(STEP_KEY, 0) > max(last, 1):          # fewer steps after a control change
-    st.session_state[STEP_KEY] = max(last, 1)
-
-
-@st.fragment(run_every=PLAY_EVERY_S if st.session_state.get(PLAY_KEY) and revealed else None)
-def stepper(playing: bool) -> None:
-    if playing:
-        if st.session_state.get(STEP_KEY, 0) >= last:
-            st.session_state[STOP_KEY] = True
-            st.rerun(scope="app")
-        go_to(st.session_state.get(STEP_KEY, 0) + 1)
-    step = page.state.number_slider("step", t("step_label"), 0, max(last, 1), 0, help=t("step_help"))
-    sn = run.snapshots[min(step, last)]
-    b1, b2, b3, _ = st.columns([1, 1, 1, 3])
-    b1.button(t("btn_first"), on_click=go_to, args=(0,), key="pa.first", width="stretch")
-    b2.button(t("btn_back"), on_click=go_to, args=(step - 1,), key="pa.back", width="stretch", disabled=step <= 0)
-    b3.button(t("btn_next"), on_click=go_to, args=(step + 1,), key="pa.next", width="stretch", disabled=step >= last)
+def draw_step(step: int) -> None:
+    sn = run.snapshots[step]
     st.markdown(t("step_head", step=sn.step, used=sn.used_blocks, nb=n_blocks))
     st.markdown("\n".join(f"- {events.describe(e, t)}" for e in sn.events) or t("no_event"))
     fill = [0] * n_blocks
@@ -113,8 +92,7 @@ def stepper(playing: bool) -> None:
 
 if revealed:
     st.subheader(t("steps_title"))
-    st.toggle(t("btn_play"), key=PLAY_KEY, help=t("play_help", s=PLAY_EVERY_S))
-    stepper(bool(st.session_state.get(PLAY_KEY)))
+    step_through(page, last, t("step_label"), t("step_help"), draw_step, PLAY_EVERY_S)
 
 # ---- memory over the run -----------------------------------------------------------------------
 steps = [s.step for s in run.snapshots]

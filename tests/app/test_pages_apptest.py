@@ -1,25 +1,12 @@
 """Every registered page through Streamlit's AppTest (real model, no browser)."""
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from lib.concepts.catalog import CONCEPTS
-from tests.conftest import ROOT
+from tests.app.open_page import open_page
 from lib.ui.i18n import load_texts
 
 pytestmark = pytest.mark.real_model
 PAGES = [c for c in CONCEPTS if c.exists]
-TIMEOUT = 240
-
-
-def open_page(slug: str | None, params: dict | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    at.run()
-    if slug:
-        at.switch_page(f"pages/{slug}.py")
-        at.run()
-    return at
 
 
 def texts_on_page(at) -> str:

@@ -1,31 +1,12 @@
 """Teaching pages through AppTest (issue 14): lessons, glossary and the life of a token in
 both languages, the presenter view, and the glossary's link helper."""
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from lib.ui.i18n import load_texts
-from tests.conftest import ROOT
+from tests.app.open_page import all_text, open_page
 
 pytestmark = pytest.mark.real_model
-TIMEOUT = 300
 TEACHING = ("lessons", "glossary", "life-of-a-token")
-
-
-def open_page(slug: str | None, params: dict | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    at.run()
-    if slug:
-        at.switch_page(f"pages/{slug}.py")
-        at.run()
-    return at
-
-
-def all_text(at) -> str:
-    parts = ([m.value for m in at.markdown] + [x.value for x in at.title] + [x.value for x in at.subheader]
-             + [x.value for x in at.caption] + [x.value for x in at.info] + [x.value for x in at.success])
-    return "\n".join(str(p) for p in parts)
 
 
 @pytest.mark.parametrize("lang", ["en", "id"])
@@ -86,3 +67,17 @@ def test_lesson_answer_key_is_computed_only_when_asked():
     assert at.success                           # "Answer key computed on ..."
     body = all_text(at)
     assert "MiB" in body and "blocks hit" in body
+
+
+@pytest.mark.parametrize("slug", ["paged-attention", "chunked-prefill"])
+def test_scheduler_step_is_in_the_url_and_the_buttons_move_it(slug):
+    at = open_page(slug, {"reveal": "1", "step": "2"})
+    assert not at.exception, [e.value for e in at.exception]
+    at.button(key=f"{slug}.next").click().run()
+    assert at.query_params.get("step") in ("3", ["3"])
+    at.button(key=f"{slug}.back").click().run()
+    at.button(key=f"{slug}.back").click().run()
+    assert at.query_params.get("step") in ("1", ["1"])
+    at.button(key=f"{slug}.first").click().run()
+    assert not at.exception
+    assert at.query_params.get("step") in (None, "0", ["0"], [])
