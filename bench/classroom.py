@@ -73,6 +73,15 @@ class PeakRss:
         return self.peak
 
 
+def free_port() -> int:
+    """A TCP port nobody listens on now (for a test's own server)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def start_server(port: int, env: dict | None = None, log=None):
     """A fresh `streamlit run app.py` on 127.0.0.1:port; returns (Popen, base url) once its
     health check answers."""

@@ -27,12 +27,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+from bench.browser import CHROMIUM, FLAGS, settle
+
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS_MODEL = False            # bench/__main__.py: do not load the model into this process
 PORT = 8616
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 MB = 1e6
 
 
@@ -88,23 +87,6 @@ class TreeSampler(threading.Thread):
             time.sleep(self.every)
 
 
-def _settle(page, timeout_s: float = 600) -> None:
-    """Until Streamlit's script has finished (state notRunning for 1.5 s)."""
-    page.wait_for_selector("[data-testid='stApp']", timeout=timeout_s * 1000)
-    end, quiet = time.time() + timeout_s, None
-    while time.time() < end:
-        state = page.evaluate("() => document.querySelector(\"[data-testid='stApp']\")"
-                              "?.getAttribute('data-test-script-state')")
-        if state == "notRunning":
-            quiet = quiet or time.time()
-            if time.time() - quiet > 1.5:
-                return
-        else:
-            quiet = None
-        time.sleep(0.25)
-    raise TimeoutError("page did not finish running")
-
-
 def tour_peak(port: int = PORT) -> dict:
     """One visitor through every page in English then Indonesian on a fresh server."""
     from playwright.sync_api import sync_playwright
@@ -139,7 +121,7 @@ def tour_peak(port: int = PORT) -> dict:
                     t1 = time.perf_counter()
                     try:
                         page.goto(f"{url}/{slug}?lang={lang}", wait_until="domcontentloaded")
-                        _settle(page)
+                        settle(page, 600)
                         if page.locator("[data-testid='stException']").count():
                             exceptions.append(sampler.label)
                     except Exception as e:  # noqa: BLE001 - a slow page is recorded, the tour goes on

@@ -4,23 +4,15 @@ right after the server answers its health check (the moment the lazy-import race
 shared, must agree with each other."""
 from __future__ import annotations
 
-import socket
-
 import pytest
 
-from bench.classroom import PeakRss, start_server, stop_server
+from bench.classroom import PeakRss, free_port, start_server, stop_server
 from lib.concepts.catalog import CONCEPTS
 from lib.ui.visitor import class_of
 
 pytestmark = [pytest.mark.load, pytest.mark.real_model]
 PAGES = [c.slug for c in CONCEPTS if c.exists][:12]
 SESSIONS = 24
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
