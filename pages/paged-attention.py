@@ -6,7 +6,7 @@ startup.once()  # first of all: a page's first visit to a fresh server can run t
 import pandas as pd
 import streamlit as st
 
-from lib.concepts.paged_attention import checks, events
+from lib.concepts.paged_attention import checks, events, workload
 from lib.concepts.paged_attention import figures as plots
 from lib.concepts.paged_blocks import paged_generation
 from lib.concepts.paged_blocks.block_manager import BlockManager
@@ -35,12 +35,7 @@ reserve = page.state.number_slider("reserve", t("reserve_label"), 64, 2048, 512,
 seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, container=right)
 
 others = [encode_prompt(m.tokenizer, t(k), 96).ids for k in ("req_b", "req_c", "req_d")]
-requests = (
-    paged_generation.Request("A", prompt.ids, n_new, 0, ((0.0, 0), (1.0, seed))),
-    paged_generation.Request("B", others[0], max(2, n_new // 2), 0),
-    paged_generation.Request("C", others[1], n_new, 0),
-    paged_generation.Request("D", others[2], max(2, n_new // 2), 2),
-)
+requests = workload.page_requests(prompt.ids, others, n_new, seed)
 with st.spinner(t("running", n=n_new)):
     run = runtime.cached(paged_generation.run_requests)(m.engine, requests, n_blocks, bs)
 for rid in run.rejected:

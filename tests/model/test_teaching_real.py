@@ -46,6 +46,9 @@ def test_the_lessons_contrasts_hold_on_this_model(keys):
     assert c["tv_fixed"] < 1e-4 < c["tv_none"]
     assert keys[("serving", 4)]["hits"] > keys[("serving", 5)]["hits"]          # one early char breaks reuse
     assert keys[("serving", 6)]["win"] < keys[("serving", 6)]["full"]
+    assert keys[("decoding", 7)]["beam"] != keys[("decoding", 7)]["greedy"]    # the whole-sequence view wins here
+    cow = keys[("serving", 7)]                 # two samples share A's partly filled last block: one copy
+    assert cow["cow"] == (1 if cow["rest"] else 0) and cow["peak"] <= cow["blocks"]
 
 
 def test_trace_logits_are_the_engines(real_model):

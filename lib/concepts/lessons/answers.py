@@ -12,15 +12,19 @@ import torch
 
 from lib.concepts.lessons.catalog import DEFAULT_PROMPT
 from lib.concepts.life_of_a_token.trace import trace_token
+from lib.concepts.beam_search.beam_search import beam_search, select
 from lib.concepts.logit_bias import logit_bias as lb
+from lib.concepts.paged_attention.workload import page_requests
+from lib.concepts.paged_blocks.paged_generation import run_requests
 from lib.concepts.model_memory.memory_accounting import MiB, kv_cache_bytes
 from lib.concepts.prefix_caching import prefix_cache
 from lib.concepts.speculative.drafts import early_exit_distributions
 from lib.concepts.speculative.speculative import acceptance_probability, output_distribution, total_variation
 from lib.concepts.stable_softmax import stable_softmax as ss
 from lib.concepts.temperature import temperature as temp
-from lib.decoding.generate import next_token_logits
+from lib.decoding.generate import greedy, next_token_logits
 from lib.decoding.sampling import SamplingConfig, apply_bias, top_p_mask
+from lib.decoding.stop_tokens import end_token_ids
 from lib.model.tokens import encode_prompt, token_text
 
 
@@ -68,6 +72,18 @@ def ban_top(model, p: dict) -> dict:
     bias, _ = lb.bias_settings(entries, float("-inf"), "first")
     before, after = int(logits.argmax()), int(apply_bias(logits, bias).argmax())
     return {"before": _tok(model, before), "after": _tok(model, after), "n_banned": len(bias)}
+
+
+def beam_vs_greedy(model, p: dict) -> dict:
+    """The beam-search page's default: 4 beams, 16 new tokens, α = 1, ending at a sentence end."""
+    ids = _ids(model, p, cap=64)
+    beams, n_new, alpha = int(p.get("beams", 4)), int(p.get("n", 16)), float(p.get("alpha", 1.0))
+    ends = end_token_ids(model.tokenizer, model.spec.eos_ids, tuple(p.get("stop", "sentence").split(",")))
+    record = beam_search(model.engine, ids, beams, n_new, alpha, False, ends, run_to_max=True)
+    best = record.hypotheses[select(record, alpha).best]
+    plain = greedy(model.engine, ids, n_new, ends).new_ids
+    return {"beams": beams, "alpha": alpha, "beam": model.tokenizer.decode(list(best.tokens)),
+            "greedy": model.tokenizer.decode(plain)}
 
 
 def _acceptance_inputs(model, p: dict):
@@ -127,6 +143,16 @@ def prefix_hits(model, p: dict) -> dict:
             "n": len(b), "bs": bs}
 
 
+def cow_copies(model, p: dict) -> dict:
+    """The paged-attention page's default workload: how many blocks copy-on-write copied."""
+    n_new, bs, blocks = int(p.get("n", 12)), int(p.get("bs", 16)), int(p.get("blocks", 9))
+    others = [encode_prompt(model.tokenizer, p[k], 96).ids for k in ("req_b", "req_c", "req_d")]
+    prompt = _ids(model, p, cap=96)
+    run = run_requests(model.engine, page_requests(prompt, others, n_new, int(p.get("seed", 0))), blocks, bs)
+    return {"cow": len(run.cow_copies), "p": len(prompt), "bs": bs, "full": len(prompt) // bs,
+            "rest": len(prompt) % bs, "peak": max(s.used_blocks for s in run.snapshots), "blocks": blocks}
+
+
 def kv_total(model, p: dict) -> dict:
     ctx = int(p.get("ctx", 4096))
     full, win = (kv_cache_bytes(model.spec, ctx, windowed=w) / MiB for w in (False, True))
@@ -135,7 +161,7 @@ def kv_total(model, p: dict) -> dict:
 
 ANSWERS = {f.__name__: f for f in (pipeline_kept, temperature_entropy, nucleus_size, softmax_overflow, ban_top,
                                    acceptance, correction, tokens_per_call, cache_growth, kv_per_token,
-                                   window_reach, prefix_hits, kv_total)}
+                                   window_reach, prefix_hits, kv_total, beam_vs_greedy, cow_copies)}
 
 
 def answer(model, name: str, params: tuple[tuple[str, str], ...]) -> dict:

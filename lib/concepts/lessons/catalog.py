@@ -43,6 +43,7 @@ LESSONS = (
         Step("stable-softmax", (("prompt", DEFAULT_PROMPT), ("dtype", "fp16"), ("offset", "20")), "softmax_overflow"),
         Step("logit-bias", (("prompt", "The capital of France is the city of"), ("words", "Paris"), ("ban", "1")),
              "ban_top"),
+        Step("beam-search", (("prompt", DEFAULT_PROMPT),), "beam_vs_greedy"),
     )),
     Lesson("speculative", 30, "🎲", (
         Step("speculative-acceptance", (("prompt", DEFAULT_PROMPT), ("k", "6")), "acceptance"),
@@ -59,6 +60,9 @@ LESSONS = (
         Step("prefix-caching", (("edit", "1"),), "prefix_hits",
              (("prompt", "prefix-caching", "default_a"), ("b", "prefix-caching", "default_b"))),
         Step("model-memory", (("ctx", "4096"),), "kv_total"),
+        Step("paged-attention", (), "cow_copies",
+             (("prompt", "paged-attention", "default_prompt"), ("req_b", "paged-attention", "req_b"),
+              ("req_c", "paged-attention", "req_c"), ("req_d", "paged-attention", "req_d"))),
     )),
 )
 BY_ID = {x.id: x for x in LESSONS}
