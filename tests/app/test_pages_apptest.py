@@ -36,10 +36,17 @@ def test_page_runs_in_both_languages(concept, lang):
 
 @pytest.mark.parametrize("concept", PAGES, ids=[c.slug for c in PAGES])
 def test_bad_url_parameters_give_notes_not_crashes(concept):
-    at = open_page(concept.slug, {"nonsense": "1", "T": "banana", "seed": "-5", "n": "1e9"})
+    at = open_page(concept.slug, {"nonsense": "1", "T": "banana", "seed": "-5", "n": "nan"})
     assert not at.exception, [e.value for e in at.exception]
     notes = " ".join(i.value for i in at.info)
     assert "nonsense" in notes
+
+
+def test_an_out_of_range_number_is_clamped_with_a_note():
+    at = open_page("temperature", {"n": "1e9"})
+    assert not at.exception
+    notes = " ".join(i.value for i in at.info)
+    assert "1000000000" in notes and "48" in notes, notes
 
 
 def test_empty_prompt_gives_a_message():
