@@ -8,7 +8,9 @@
 - `tour_peak_rss_mb`: a fresh `streamlit run app.py` (port 8616); headless Chromium opens the
   home page and every concept page, English then Indonesian, one after another, each until
   its script has finished; psutil samples the resident memory of the server and all of its
-  child processes (the model-memory probes included) every 0.1 s. Target <= 2000.
+  child processes (the model-memory probes included) every 0.1 s. Target <= 2000. The server
+  starts with an empty results folder (LLM_LAB_RESULTS), as after a deploy: every page
+  computes, and the background pre-computation runs beside the visitor.
   `tour_peak_pss_mb` is the same peak counting pages shared between those processes once
   (the memory-mapped weights), `tour_peak_at` the page open at the peak, `tour_page_peaks_mb`
   each page's peak, `tour_exceptions` pages that showed an exception.
@@ -94,7 +96,10 @@ def tour_peak(port: int = PORT) -> dict:
     from lib.concepts.catalog import CONCEPTS
 
     slugs = [""] + [c.slug for c in CONCEPTS if c.exists]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # A fresh server as after a deploy: no persisted results (every page computes, while the
+    # background pre-computation runs beside the visitor, as it would).
+    results = tempfile.TemporaryDirectory(prefix="llm-lab-tour-results-")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LLM_LAB_RESULTS=results.name)
     server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
                                str(port), "--server.headless", "true"], cwd=ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -141,6 +146,7 @@ def tour_peak(port: int = PORT) -> dict:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
+        results.cleanup()
     return {"tour_peak_rss_mb": round(sampler.peak_rss / MB), "tour_peak_pss_mb": round(sampler.peak_pss / MB),
             "tour_peak_at": sampler.peak_at, "tour_seconds": round(time.perf_counter() - t0),
             "tour_exceptions": exceptions,
