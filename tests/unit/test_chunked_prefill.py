@@ -80,3 +80,20 @@ def test_real_schedule_on_the_tiny_engine_interleaves_chunks(eng):
     b = run_schedule(eng, 2, 40, 16, before=1, after=1, context=8)
     assert a.prefill_tokens == [0, 40, 0] and b.prefill_tokens == [0, 16, 16, 8, 0]
     assert a.running_tokens == b.running_tokens[:3] and a.first_token == b.first_token
+
+
+def test_real_schedule_takes_each_steps_median_over_repeats(eng):
+    """A pause of the machine during one pass (100 s on the prefill step) does not reach the page."""
+    from lib.concepts.chunked_prefill.real_schedule import run_schedule
+
+    durations = iter([1.0, 1.0, 1.0, 1.0, 100.0, 1.0, 1.0, 1.0, 1.0])     # 3 passes x 3 steps
+    state = {"t": 0.0, "end": False}
+
+    def clock():                     # called at every step's start and end
+        if state["end"]:
+            state["t"] += next(durations)
+        state["end"] = not state["end"]
+        return state["t"]
+
+    r = run_schedule(eng, 2, 40, None, before=1, after=1, context=8, clock=clock, repeats=3)
+    assert r.prefill_tokens == [0, 40, 0] and r.step_s == [1.0, 1.0, 1.0]

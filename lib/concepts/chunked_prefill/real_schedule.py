@@ -11,6 +11,7 @@ gap between two tokens of every running request.
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from dataclasses import dataclass
 
@@ -35,43 +36,57 @@ class RealRun:
         return [s for s, n in zip(self.step_s, self.prefill_tokens) if n == 0]
 
 
+def _one_run(engine, ctx, prompt, chunk, before, after, clock):
+    """One timed pass of the schedule: (step seconds, prompt tokens per step, running tokens
+    per step, the new request's first token)."""
+    n_running, context = ctx.shape
+    prompt_len = prompt.shape[1]
+    steps, pre, toks, first = [], [], [], -1
+    cache = engine.new_cache(n_running, capacity=context + before + after + prompt_len + 8)
+    tok = engine.forward(ctx, cache)[:, -1].argmax(-1, keepdim=True)                      # (n, 1)
+    new_cache = engine.new_cache(1, capacity=prompt_len + 8)
+    done, tail = 0, 0
+    while done < prompt_len or tail < after:
+        t0 = clock()
+        logits = engine.forward(tok, cache)[:, -1]                                        # (n, V)
+        n_pre = 0
+        if len(steps) >= before and done < prompt_len:
+            n_pre = prompt_len - done if chunk is None else min(chunk, prompt_len - done)
+            pos = torch.arange(done, done + n_pre, device=engine.device)[None]            # (1, c)
+            out = engine.forward(prompt[:, done:done + n_pre], new_cache, positions=pos)  # (1, 1, V)
+            done += n_pre
+            if done == prompt_len:
+                first = int(out[0, -1].argmax())
+        elif done == prompt_len:
+            tail += 1
+        tok = logits.argmax(-1, keepdim=True)                                             # (n, 1)
+        steps.append(clock() - t0)
+        pre.append(n_pre)
+        toks.append(tok[:, 0].tolist())
+    return steps, pre, toks, first
+
+
 def run_schedule(engine, n_running: int, prompt_len: int, chunk: int | None, before: int = 2,
-                 after: int = 1, context: int = 64, seed: int = 0, clock=time.perf_counter) -> RealRun:
+                 after: int = 1, context: int = 64, seed: int = 0, clock=time.perf_counter,
+                 repeats: int = 3) -> RealRun:
     """`n_running` requests (a `context`-token history each) decode greedily; a prompt of
     `prompt_len` tokens arrives after `before` steps and is prefilled `chunk` tokens per step;
-    `after` decode-only steps follow. Token ids are random but fixed by `seed`. The whole run
-    holds the measurement lock (lib.core.timing.exclusive): no other model work meanwhile."""
+    `after` decode-only steps follow. Token ids are random but fixed by `seed`. The schedule
+    runs `repeats` times and each step's time is its median over the repeats (one pass can
+    catch a pause of the machine). The whole run holds the measurement lock
+    (lib.core.timing.exclusive): no other model work meanwhile."""
     if chunk is not None and chunk < 1:
         raise ValueError("chunk must be >= 1 or None")
     g = torch.Generator().manual_seed(seed)
     hi = min(1000, engine.spec.vocab)
     ctx = torch.randint(0, hi, (n_running, context), generator=g).to(engine.device)       # (n, C)
     prompt = torch.randint(0, hi, (1, prompt_len), generator=g).to(engine.device)         # (1, L)
-    steps, pre, toks, first = [], [], [], -1
     with exclusive():
-        cache = engine.new_cache(n_running, capacity=context + before + after + prompt_len + 8)
-        tok = engine.forward(ctx, cache)[:, -1].argmax(-1, keepdim=True)                  # (n, 1)
-        new_cache = engine.new_cache(1, capacity=prompt_len + 8)
-        done, tail = 0, 0
-        while done < prompt_len or tail < after:
-            t0 = clock()
-            logits = engine.forward(tok, cache)[:, -1]                                    # (n, V)
-            n_pre = 0
-            if len(steps) >= before and done < prompt_len:
-                n_pre = prompt_len - done if chunk is None else min(chunk, prompt_len - done)
-                pos = torch.arange(done, done + n_pre, device=engine.device)[None]        # (1, c)
-                out = engine.forward(prompt[:, done:done + n_pre], new_cache, positions=pos)  # (1, 1, V)
-                done += n_pre
-                if done == prompt_len:
-                    first = int(out[0, -1].argmax())
-            elif done == prompt_len:
-                tail += 1
-            tok = logits.argmax(-1, keepdim=True)                                         # (n, 1)
-            steps.append(clock() - t0)
-            pre.append(n_pre)
-            toks.append(tok[:, 0].tolist())
+        passes = [_one_run(engine, ctx, prompt, chunk, before, after, clock) for _ in range(max(1, repeats))]
+    _, pre, toks, first = passes[0]
+    step_s = [statistics.median(p[0][i] for p in passes) for i in range(len(pre))]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return RealRun(chunk, steps, pre, toks, first, load)
+    return RealRun(chunk, step_s, pre, toks, first, load)
 
 
 def predicted_steps(costs, n_running: int, prompt_len: int, chunk: int | None, before: int = 2):
