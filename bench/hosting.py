@@ -51,7 +51,7 @@ def prepare_peak() -> dict:
         done = subprocess.run([sys.executable, "-c", _PREPARE], cwd=ROOT, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"preparation failed: {done.stderr[-500:]!r}")
-        kb = int(done.stdout.split("VmHWM")[-1].split("'")[1])
+        kb = int(done.stdout.split("VmHWM")[-1].split()[0])          # the child prints "VmHWM <kB>"
         return {"prepare_peak_rss_mb": round(kb * 1024 / MB), "prepare_empty_cache_s": round(time.perf_counter() - t0, 1)}
 
 
