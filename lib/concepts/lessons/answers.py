@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
+from lib.concepts.beam_search.beam_search import beam_search, select
 from lib.concepts.lessons.catalog import DEFAULT_PROMPT
 from lib.concepts.life_of_a_token.trace import trace_token
-from lib.concepts.beam_search.beam_search import beam_search, select
 from lib.concepts.logit_bias import logit_bias as lb
 from lib.concepts.paged_attention.workload import page_requests
 from lib.concepts.paged_blocks.paged_generation import run_requests
@@ -150,7 +150,7 @@ def cow_copies(model, p: dict) -> dict:
     prompt = _ids(model, p, cap=96)
     run = run_requests(model.engine, page_requests(prompt, others, n_new, int(p.get("seed", 0))), blocks, bs)
     return {"cow": len(run.cow_copies), "p": len(prompt), "bs": bs, "full": len(prompt) // bs,
-            "rest": len(prompt) % bs, "peak": max(s.used_blocks for s in run.snapshots), "blocks": blocks}
+            "rest": len(prompt) % bs, "peak": max((s.used_blocks for s in run.snapshots), default=0), "blocks": blocks}
 
 
 def kv_total(model, p: dict) -> dict:
