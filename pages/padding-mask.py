@@ -51,6 +51,10 @@ if len(prompts) < 2:
     page.finish()
     st.stop()
 prompts = tuple(prompts)
+# the timing first (long, cached), before anything is drawn: a browser drawing charts on the
+# same machine would share the CPU with the measurement
+with st.spinner(t("time_running", r=TIME_REPEATS)):
+    tm = runtime.cached(padding.measure_times)(m.engine, prompts, pad_id, (0, int(extra)), TIME_REPEATS)
 
 # ---- the padded tensor ---------------------------------------------------------------------------
 st.subheader(t("batch_title"))
@@ -92,8 +96,6 @@ if page.predict("side", t("predict_side_q"), ("left", "right", "both", "none"), 
 
 # ---- time -----------------------------------------------------------------------------------------------
 st.subheader(t("time_title"))
-with st.spinner(t("time_running", r=TIME_REPEATS)):
-    tm = runtime.cached(padding.measure_times)(m.engine, prompts, pad_id, (0, int(extra)), TIME_REPEATS)
 tr, pr = padding.time_ratio(tm)
 slower = tr > checks.TIME_MIN_RATIO
 if page.predict("time", t("predict_time_q", k=int(extra), T=max(batch.lengths)), ("same", "longer"),

@@ -9,6 +9,10 @@ process-wide readers/writer lock:
     with exclusive():           # a measurement: waits until no other model work runs,
         ...                     # and new work waits until it is done
 
+A process may forbid some threads to measure (`guard_measurements`): the background visitor
+that precomputes pages runs at the lowest CPU priority, so anything else on the machine (a
+browser drawing charts) would stretch its timings; it leaves them to the first real visitor.
+
 `measure(fn, repeats)` runs `fn` `repeats` times inside `exclusive()` and returns the median
 with its spread and the machine's load average at that moment, so a page can say under which
 conditions it measured. A thread that already holds `model_work()` may enter `exclusive()`
@@ -58,6 +62,8 @@ class _ReadersWriter:
         if self._writer == me:              # nested measurement in the same thread
             yield
             return
+        for guard in _GUARDS:
+            guard()                         # may raise: this thread must not measure
         with self._cond:
             own = self._held()
             self._readers -= own            # set this thread's own shares aside
@@ -76,6 +82,14 @@ class _ReadersWriter:
 
 
 _LOCK = _ReadersWriter()
+_GUARDS: list = []
+
+
+def guard_measurements(check) -> None:
+    """Call `check()` before every measurement starts; it raises to forbid the calling thread
+    to measure (e.g. a thread running at low CPU priority)."""
+    if check not in _GUARDS:
+        _GUARDS.append(check)
 
 
 def model_work():

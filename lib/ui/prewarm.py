@@ -9,6 +9,9 @@ It has the lowest priority and yields to visitors:
 - inside a page, each new computation waits until no real visitor's script runs
   (`yield_to_visitors`, called by the memo before it computes);
 - its script thread runs at the lowest CPU priority (nice 19).
+- it never times anything (lib.core.timing.guard_measurements): at nice 19, anything else on the
+  machine stretches its timings; when a page reaches a measurement, the background visit of
+  that page ends there and the first real visitor measures, at normal priority.
 Real visitors are told apart by a header their browsers never send (visitor.PREWARM_HEADER).
 `LLM_LAB_PREWARM=0` switches it off (tests do, to measure cold pages).
 """
@@ -18,6 +21,8 @@ import os
 import threading
 import time
 from contextlib import contextmanager
+
+from lib.core import timing
 
 IDLE_S = 1.0
 _cond = threading.Condition()
@@ -42,6 +47,20 @@ def _is_prewarm_session() -> bool:
         return False
 
 
+class LeftToVisitors(BaseException):
+    """Raised in the background visitor's script when it reaches a measurement. A
+    BaseException, like Streamlit's own stop: a visitor waiting on the same memo key computes
+    it itself (lib.ui.memo), and `visitor_running` ends the background script quietly."""
+
+
+def _no_measuring_in_background() -> None:
+    if getattr(_mine, "on", False):
+        raise LeftToVisitors()
+
+
+timing.guard_measurements(_no_measuring_in_background)
+
+
 @contextmanager
 def visitor_running():
     """Wrap a script run (app.py): a real visitor's run makes the background work wait; the
@@ -55,6 +74,8 @@ def visitor_running():
             pass
         try:
             yield
+        except LeftToVisitors:
+            status["left_to_visitors"] = status.get("left_to_visitors", 0) + 1
         finally:
             _mine.on = False
         return

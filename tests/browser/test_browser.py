@@ -98,8 +98,10 @@ def test_every_page_renders(server, browser, lang):
                     failures.append(f"{slug}: no '{common['check_it']}' section")
                 if page.locator("[class*='st-key-predict-']").count() < 1:     # st.container(key="predict-…")
                     failures.append(f"{slug}: no predict-then-reveal question")
-                if common["fail"] in text.split():
-                    failures.append(f"{slug}: a live check failed")
+                if common["fail"] in text.split():   # name the failed check and its numbers (CI logs are all we get)
+                    lines = text.splitlines()
+                    failed = [" ".join(lines[i:i + 2]) for i, line in enumerate(lines) if common["fail"] in line.split()]
+                    failures.append(f"{slug}: a live check failed: {failed}")
         finally:
             page.close()
     assert not failures, failures

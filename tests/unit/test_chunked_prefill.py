@@ -97,3 +97,15 @@ def test_real_schedule_takes_each_steps_median_over_repeats(eng):
 
     r = run_schedule(eng, 2, 40, None, before=1, after=1, context=8, clock=clock, repeats=3)
     assert r.prefill_tokens == [0, 40, 0] and r.step_s == [1.0, 1.0, 1.0]
+
+
+def test_real_schedules_interleave_the_policies_passes(eng, monkeypatch):
+    """Pass 1 of every policy, then pass 2, ...: a slow spell of the machine hits both alike."""
+    from lib.concepts.chunked_prefill import real_schedule as rs
+
+    order, real = [], rs.one_pass
+    monkeypatch.setattr(rs, "one_pass", lambda e, c, p, chunk, *a: order.append(chunk) or real(e, c, p, chunk, *a))
+    naive, chunked = rs.run_schedules(eng, 2, 40, (None, 16), before=1, after=1, context=8, repeats=3)
+    assert order == [None, 16] * 3
+    assert naive.prefill_tokens == [0, 40, 0] and chunked.prefill_tokens == [0, 16, 16, 8, 0]
+    assert (naive.chunk, chunked.chunk) == (None, 16)

@@ -36,7 +36,7 @@ class RealRun:
         return [s for s, n in zip(self.step_s, self.prefill_tokens) if n == 0]
 
 
-def _one_run(engine, ctx, prompt, chunk, before, after, clock):
+def one_pass(engine, ctx, prompt, chunk, before, after, clock):
     """One timed pass of the schedule: (step seconds, prompt tokens per step, running tokens
     per step, the new request's first token)."""
     n_running, context = ctx.shape
@@ -71,22 +71,39 @@ def run_schedule(engine, n_running: int, prompt_len: int, chunk: int | None, bef
                  repeats: int = 3) -> RealRun:
     """`n_running` requests (a `context`-token history each) decode greedily; a prompt of
     `prompt_len` tokens arrives after `before` steps and is prefilled `chunk` tokens per step;
-    `after` decode-only steps follow. Token ids are random but fixed by `seed`. The schedule
-    runs `repeats` times and each step's time is its median over the repeats (one pass can
-    catch a pause of the machine). The whole run holds the measurement lock
+    `after` decode-only steps follow. One policy of `run_schedules`."""
+    return run_schedules(engine, n_running, prompt_len, (chunk,), before, after, context, seed, clock, repeats)[0]
+
+
+def run_schedules(engine, n_running: int, prompt_len: int, chunks: tuple, before: int = 2,
+                  after: int = 1, context: int = 64, seed: int = 0, clock=time.perf_counter,
+                  repeats: int = 3) -> list[RealRun]:
+    """The schedule of `run_schedule` once per prefill policy in `chunks` (None = the whole
+    prompt in one step), on the same requests. Token ids are random but fixed by `seed`.
+
+    Timing: every policy runs `repeats` times and each step's time is its median over the
+    repeats (one pass can catch a pause of the machine). The passes are interleaved (pass 1 of
+    every policy, then pass 2, ...), so a slow spell of the machine falls on all the policies
+    alike instead of on whichever was measured then. The whole run holds the measurement lock
     (lib.core.timing.exclusive): no other model work meanwhile."""
-    if chunk is not None and chunk < 1:
+    if any(c is not None and c < 1 for c in chunks):
         raise ValueError("chunk must be >= 1 or None")
     g = torch.Generator().manual_seed(seed)
     hi = min(1000, engine.spec.vocab)
     ctx = torch.randint(0, hi, (n_running, context), generator=g).to(engine.device)       # (n, C)
     prompt = torch.randint(0, hi, (1, prompt_len), generator=g).to(engine.device)         # (1, L)
+    passes = [[] for _ in chunks]                     # passes[i][r]: pass r of policy chunks[i]
     with exclusive():
-        passes = [_one_run(engine, ctx, prompt, chunk, before, after, clock) for _ in range(max(1, repeats))]
-    _, pre, toks, first = passes[0]
-    step_s = [statistics.median(p[0][i] for p in passes) for i in range(len(pre))]
+        for _ in range(max(1, repeats)):
+            for i, chunk in enumerate(chunks):
+                passes[i].append(one_pass(engine, ctx, prompt, chunk, before, after, clock))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return RealRun(chunk, step_s, pre, toks, first, load)
+    runs = []
+    for chunk, runs_of_policy in zip(chunks, passes):
+        _, pre, toks, first = runs_of_policy[0]
+        step_s = [statistics.median(p[0][i] for p in runs_of_policy) for i in range(len(pre))]
+        runs.append(RealRun(chunk, step_s, pre, toks, first, load))
+    return runs
 
 
 def predicted_steps(costs, n_running: int, prompt_len: int, chunk: int | None, before: int = 2):
