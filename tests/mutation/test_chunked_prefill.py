@@ -78,3 +78,20 @@ def test_simulator_ignores_the_chunk_size(eng, runs, monkeypatch):
     real = scheduler_sim.simulate
     monkeypatch.setattr(scheduler_sim, "simulate", lambda reqs, costs, chunk: real(reqs, costs, None))
     assert "check_sim" in results(eng, runs)
+
+
+def test_simulator_charges_the_whole_prompt_for_every_chunk(eng, runs, monkeypatch):
+    class WholePrompt:                       # the bug: a chunk step costs as much as the whole prompt
+        def __init__(self, costs, prompt_len):
+            self.costs, self.prompt_len = costs, prompt_len
+
+        def decode(self, batch):
+            return self.costs.decode(batch)
+
+        def prefill(self, n_tokens):
+            return self.costs.prefill(self.prompt_len) if n_tokens > 0 else 0.0
+
+    real = scheduler_sim.simulate
+    monkeypatch.setattr(scheduler_sim, "simulate", lambda reqs, costs, chunk: real(
+        reqs, WholePrompt(costs, max(r.prompt_len for r in reqs)), chunk))
+    assert "check_sim" in results(eng, runs)

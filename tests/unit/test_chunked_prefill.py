@@ -42,13 +42,17 @@ def test_simulation_token_counts_and_ttft():
     assert res.ttft_s["p"] == pytest.approx(first_end + step - 0.015)
 
 
-def test_step_costs_fit_is_linear_and_never_decreasing():
+def test_step_costs_never_decrease_prefill_is_a_line_decode_joins_the_measured_points():
     noisy = StepCosts((16, 64, 256), (0.05, 0.04, 0.3), (1, 2, 4), (0.2, 0.1, 0.25), 64)
     xs = [1, 16, 32, 64, 128, 256, 512]
     assert all(noisy.prefill(a) <= noisy.prefill(b) for a, b in zip(xs, xs[1:]))
-    assert noisy.decode(1) <= noisy.decode(2) <= noisy.decode(8)
+    assert noisy.decode(1) <= noisy.decode(2) <= noisy.decode(3) <= noisy.decode(8)
     exact = StepCosts((10, 20, 40), (0.11, 0.21, 0.41), (1, 2), (0.05, 0.06), 64)
     assert exact.prefill(30) == pytest.approx(0.31) and exact.decode(3) == pytest.approx(0.07)
+    jump = StepCosts((10, 20), (0.1, 0.2), (1, 2, 4, 8), (0.105, 0.177, 0.436, 0.484), 64)   # measured on a 2-core CPU
+    assert [jump.decode(b) for b in (1, 2, 4, 8)] == pytest.approx([0.105, 0.177, 0.436, 0.484])
+    assert jump.decode(3) == pytest.approx((0.177 + 0.436) / 2) and jump.decode(12) == pytest.approx(0.532)
+    assert jump.decode(0) == 0.0
 
 
 def test_chunking_bounds_the_gap_and_costs_ttft():

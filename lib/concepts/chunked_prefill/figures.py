@@ -10,7 +10,8 @@ DECODE, PREFILL = "#4C78A8", "#E45756"
 def costs_figure(costs, labels: dict[str, str]) -> go.Figure:
     """Measured forward times against the number of new tokens in the forward: prefill of n
     prompt tokens (red) and one decode step of a batch of b sequences (blue, b tokens), with
-    the straight lines fitted to each (what the simulation uses)."""
+    what the simulation uses: the straight line fitted to the prefills, the decode medians
+    joined point to point."""
     fig = go.Figure()
     xp = list(costs.prefill_tokens)
     fig.add_scatter(x=xp, y=[s * 1000 for s in costs.prefill_s], mode="markers", name=labels["prefill"],
