@@ -59,14 +59,14 @@ if q1:
 
     for T_ in temps:
         p = temperature.temperature_probs(logits, T_)
-        n90 = temperature.tokens_for_mass(p, 0.9)
+        n90 = runtime.cached(temperature.tokens_for_mass)(p, 0.9)      # (a sort of every token: once)
         st.caption(t("stats_line_one" if n90 == 1 else "stats_line", T=T_, H=temperature.entropy_bits(p),
                      tok=top_tokens[0], p=float(p.max()), n90=n90))
 
 h1, h_hot = temperature.entropy_bits(p1), temperature.entropy_bits(p_hot)
 q2 = page.predict("entropy", t("q_entropy", T=hot), ("higher", "lower"), "higher" if h_hot > h1 else "lower",
-                  t("q_entropy_why", T=hot, h1=h1, h2=h_hot, n1=temperature.tokens_for_mass(p1, 0.9),
-                    n2=temperature.tokens_for_mass(p_hot, 0.9)),
+                  t("q_entropy_why", T=hot, h1=h1, h2=h_hot, n1=runtime.cached(temperature.tokens_for_mass)(p1, 0.9),
+                    n2=runtime.cached(temperature.tokens_for_mass)(p_hot, 0.9)),
                   format_func=lambda k: t(f"q_entropy_{k}"))
 n_sw = len(SWEEP)
 if q2:
