@@ -117,8 +117,13 @@ def mix_pages() -> list[str]:
     return [c.slug for c in CONCEPTS if c.exists][:MIX_PAGES]
 
 
+RUN_TAG = f"Note {int(time.time()) % 100_000}."     # makes "new" prompts new on every run: results
+                                                   # persisted by an earlier run must not answer them
+
+
 def diff_queries(n: int = 30) -> list[str]:
-    return [urllib.parse.urlencode({"prompt": f"The capital of {SUBJECTS[i % len(SUBJECTS)]} is"}) for i in range(n)]
+    return [urllib.parse.urlencode({"prompt": f"{RUN_TAG} The capital of {SUBJECTS[i % len(SUBJECTS)]} is"})
+            for i in range(n)]
 
 
 def _say(msg: str) -> None:
@@ -155,7 +160,7 @@ def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool
         same = class_of(url, [("temperature", "")] * sessions)
         out["class_same_p95_s"] = round(p95([v.seconds for v in same]), 2)
         out["class_same_crashed"] = sum(v.crashed for v in same)
-        one = visit(url, "temperature", urllib.parse.urlencode({"prompt": "A quiet morning in the village of"}))
+        one = visit(url, "temperature", urllib.parse.urlencode({"prompt": f"{RUN_TAG} A quiet morning in the village of"}))
         out["class_single_diff_s"] = round(one.seconds, 2)
         _say(f"same p95 {out['class_same_p95_s']} s; diff: {sessions} prompts")
         diff = class_of(url, [("temperature", q) for q in diff_queries(sessions)])

@@ -168,6 +168,14 @@ class Seat:
         return self.scheduler.forward(ids, cache)
 
 
+def joins_batches(fn):
+    """Mark `fn` as one whose model forwards all go through `seat()`. Many of them running at
+    once share each batched step (they get faster together, and each holds only its own short
+    cache), so a server lets them run side by side instead of queueing them (lib/ui/memo.py)."""
+    fn.joins_batches = True
+    return fn
+
+
 _schedulers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 

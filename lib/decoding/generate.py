@@ -49,6 +49,7 @@ def decode_one_token(engine: Engine, token: int, cache: KVCacheProtocol) -> torc
     return engine.forward(torch.tensor([[token]], device=engine.device), cache)[:, -1]
 
 
+@batching.joins_batches
 def generate(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
              eos_ids: tuple[int, ...] = (), on_step: OnStep | None = None) -> list[int]:
     """Sample up to max_new_tokens after prompt_ids (stops after an end token); the new ids."""
@@ -71,6 +72,7 @@ def generate(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: int, max_new
 
 
 # ---- recorders -----------------------------------------------------------------------------
+@batching.joins_batches
 def continuation(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
                  eos_ids: tuple[int, ...] = (), top_n: int = 5) -> list[StepRecord]:
     """A StepRecord per generated token (cache this with runtime.cached)."""
@@ -87,6 +89,7 @@ class GreedyRun:
     step_logits: list[torch.Tensor] = field(default_factory=list)  # (V,) per new token, if kept
 
 
+@batching.joins_batches
 def greedy(engine: Engine, prompt_ids: list[int], max_new_tokens: int,
            eos_ids: tuple[int, ...] = (), keep_logits: bool = False,
            on_token: Callable[[int], None] | None = None) -> GreedyRun:
@@ -105,6 +108,7 @@ def greedy(engine: Engine, prompt_ids: list[int], max_new_tokens: int,
 
 
 # ---- one-forward helpers -------------------------------------------------------------------
+@batching.joins_batches
 def next_token_logits(engine: Engine, prompt_ids) -> torch.Tensor:
     """The model's logits (V,) for the token after `prompt_ids`, as float32 on the CPU
     (batched with other sessions' work like `generate`)."""

@@ -9,8 +9,11 @@ For one key (function, its arguments' values, the model's key):
 3. in the cache folder (same code version) -> loaded (a restarted server shows defaults at once);
 4. otherwise          -> computed inside `model_work()` (so a timed measurement elsewhere runs
                          alone), at most `LLM_LAB_WORKERS` computations at once (default: half
-                         the cores, at least 2: bounds the class's transient memory), then
-                         stored in memory and on disk.
+                         the cores, at least 2: bounds the class's transient memory) -- except
+                         generations whose forwards join the engine's batches
+                         (lib.decoding.batching.joins_batches): thirty of them share each
+                         batched step, so they run side by side -- then stored in memory and
+                         on disk.
 Background work (`before_compute`, the prewarm visitor yielding) waits before it takes a key's
 flight, never while holding one: otherwise a visitor waiting for that key would wait for a
 thread that waits for the visitor (this deadlock hung a page in CI).
@@ -21,6 +24,7 @@ sessions: treat them as read-only. Each script run collects where its results ca
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -187,7 +191,7 @@ class Memo:
                 flight.origin = "disk"
                 stats["disk"] += 1
             else:
-                with _workers:
+                with _workers if not getattr(self.fn, "joins_batches", False) else contextlib.nullcontext():
                     t0 = time.perf_counter()
                     with model_work():
                         flight.value = self.fn(*args, **kwargs)
