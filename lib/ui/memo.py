@@ -11,9 +11,9 @@ For one key (function, its arguments' values, the model's key):
                          alone), at most `LLM_LAB_WORKERS` computations at once (default: half
                          the cores, at least 2: bounds the class's transient memory) -- except
                          generations whose forwards join the engine's batches
-                         (lib.decoding.batching.joins_batches): thirty of them share each
-                         batched step, so they run side by side -- then stored in memory and
-                         on disk.
+                         (lib.decoding.batching.joins_batches): up to `LLM_LAB_BATCHED_WORKERS`
+                         (8) of them run side by side and share each batched step -- then
+                         stored in memory and on disk.
 Background work (`before_compute`, the prewarm visitor yielding) waits before it takes a key's
 flight, never while holding one: otherwise a visitor waiting for that key would wait for a
 thread that waits for the visitor (this deadlock hung a page in CI).
@@ -24,7 +24,6 @@ sessions: treat them as read-only. Each script run collects where its results ca
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import threading
@@ -41,6 +40,11 @@ BUDGET_BYTES = int(float(os.environ.get("LLM_LAB_RESULT_CACHE_MB", "192")) * 2**
 # its activations) on a machine whose cores are already busy; the rest wait their turn.
 WORKERS = int(os.environ.get("LLM_LAB_WORKERS", "0")) or max(2, (os.cpu_count() or 2) // 2)
 _workers = threading.BoundedSemaphore(WORKERS)
+# Generations that join the engine's batches (lib.decoding.batching.joins_batches) have their own,
+# larger limit: together they share each batched step, and each holds only its short cache and
+# one step's logits (30 at once: +500 MB at the peak on the temperature page; 8: see README).
+BATCHED_WORKERS = int(os.environ.get("LLM_LAB_BATCHED_WORKERS", "8"))
+_batched_workers = threading.BoundedSemaphore(BATCHED_WORKERS)
 
 
 def _libc():
@@ -191,7 +195,7 @@ class Memo:
                 flight.origin = "disk"
                 stats["disk"] += 1
             else:
-                with _workers if not getattr(self.fn, "joins_batches", False) else contextlib.nullcontext():
+                with _batched_workers if getattr(self.fn, "joins_batches", False) else _workers:
                     t0 = time.perf_counter()
                     with model_work():
                         flight.value = self.fn(*args, **kwargs)
