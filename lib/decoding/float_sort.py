@@ -10,6 +10,11 @@ the negative ones have their 31 magnitude bits flipped:
 so sorting the keys sorts the floats: the same sorted values, in the same order (equal values
 are equal keys, so `stable=True` keeps their original order too). float64 uses int64 keys.
 Only -0.0 and +0.0 differ (-0.0 first); NaN keys sort past +inf / -inf by their bits.
+
+Descending: PyTorch's fast path is the ascending sort (~2.6 ms; descending ~22 ms), so a
+descending sort sorts the complemented keys ~key = -key - 1 ascending: larger floats get
+smaller keys, equal floats stay equal. Ties therefore always keep their original order
+(a valid answer for `stable=False` too).
 """
 from __future__ import annotations
 
@@ -30,5 +35,8 @@ def sort_floats(x: torch.Tensor, descending: bool = False, stable: bool = False)
     result type as torch.sort."""
     if x.dtype not in _INT:
         return torch.sort(x, dim=-1, descending=descending, stable=stable)
-    idx = torch.sort(order_keys(x), dim=-1, descending=descending, stable=stable).indices
+    keys = order_keys(x)
+    if descending:
+        keys = torch.bitwise_not(keys)                  # ascending on ~key = descending on key
+    idx = torch.sort(keys, dim=-1, stable=True).indices
     return torch.return_types.sort((x.gather(-1, idx), idx))

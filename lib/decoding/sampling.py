@@ -16,6 +16,7 @@ logits), and the bias stage to `SequenceBiasLogitsProcessor`.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -189,8 +190,9 @@ class PipelineResult:
     stages: list[StageRecord] = field(default_factory=list)
     probs: torch.Tensor | None = None   # (V,) final distribution sampled from
 
-    @property
+    @functools.cached_property
     def kept_count(self) -> int:
+        """Tokens with probability > 0 in the final distribution (counted once)."""
         return int((self.probs > 0).sum())
 
     def stage(self, name: str) -> StageRecord | None:

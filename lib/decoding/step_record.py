@@ -40,14 +40,15 @@ def describe_step(raw: torch.Tensor, res: PipelineResult, token: int, top_n: int
     """The record of one step from its raw logits (V,), the pipeline's result and the chosen
     token. Alternatives: the model's top_n, the final distribution's top_n and the chosen
     token, ordered by final probability then model probability."""
-    model_p = torch.softmax(raw.float(), dim=-1)                                   # (V,)
+    raw = raw.float()
+    model_p = torch.softmax(raw, dim=-1)                                           # (V,)
     ids = set(torch.topk(model_p, top_n).indices.tolist()) | {int(token)}
     ids |= set(torch.topk(res.probs, min(top_n, res.kept_count)).indices.tolist())
     alt = sorted(ids, key=lambda i: (-float(res.probs[i]), -float(model_p[i])))
     idx = torch.tensor(alt)
     stages, prev = [], model_p
     for rec in res.stages:
-        p = torch.softmax(rec.logits, dim=-1)                                     # (V,)
+        p = model_p if rec.logits is raw else torch.softmax(rec.logits, dim=-1)   # (V,) input: done
         mass = float(prev[rec.kept].double().sum()) if rec.kept is not None else None
         stages.append(StageView(rec.name, int((p > 0).sum()), mass, tuple(p[idx].tolist())))
         prev = p

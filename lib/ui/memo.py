@@ -42,8 +42,8 @@ WORKERS = int(os.environ.get("LLM_LAB_WORKERS", "0")) or max(2, (os.cpu_count() 
 _workers = threading.BoundedSemaphore(WORKERS)
 # Generations that join the engine's batches (lib.decoding.batching.joins_batches) have their own,
 # larger limit: together they share each batched step, and each holds only its short cache and
-# one step's logits (30 at once: +500 MB at the peak on the temperature page; 8: see README).
-BATCHED_WORKERS = int(os.environ.get("LLM_LAB_BATCHED_WORKERS", "8"))
+# one step's logits (README: 30 new prompts at once with 8, 16 and 32 of them).
+BATCHED_WORKERS = int(os.environ.get("LLM_LAB_BATCHED_WORKERS", "16"))
 _batched_workers = threading.BoundedSemaphore(BATCHED_WORKERS)
 
 

@@ -110,13 +110,26 @@ def _lazy_imports() -> list[str]:
 lazy_missing: list[str] = []
 
 
-def _few_malloc_arenas(n: int = 2) -> None:
-    """glibc gives every thread that allocates its own heap arena (up to 8 per core), and thirty
-    session threads then hold thirty half-empty heaps: cap them (like MALLOC_ARENA_MAX=2)."""
+MMAP_THRESHOLD = 2 << 20     # bytes: larger blocks get their own mapping, returned when freed
+TRIM_THRESHOLD = 32 << 20    # bytes of free heap top kept for reuse (malloc_trim runs after big work)
+
+
+def _tame_malloc(arenas: int = 2) -> None:
+    """Two glibc habits that make a busy server's memory grow (like MALLOC_ARENA_MAX=2
+    MALLOC_MMAP_THRESHOLD_=2097152 MALLOC_TRIM_THRESHOLD_=33554432, which no host lets us set
+    before Python starts):
+    - every thread that allocates gets its own heap arena (up to 8 per core), and thirty session
+      threads then hold thirty half-empty heaps: cap them;
+    - a freed large block raises the size above which blocks are mapped on their own (up to
+      32 MB), so the batched step's (30, 1, 262144) logits then come from a heap, where freed
+      holes between live blocks are never returned: pin it at 2 MB. Measured with 30 new
+      prompts at once (README): peak 2,549 MB -> 2,261 MB, same time within noise."""
     from lib.ui.memo import LIBC
 
     if LIBC is not None:
-        LIBC.mallopt(-8, n)          # M_ARENA_MAX
+        LIBC.mallopt(-8, arenas)             # M_ARENA_MAX
+        LIBC.mallopt(-3, MMAP_THRESHOLD)     # M_MMAP_THRESHOLD (also stops its adjustment)
+        LIBC.mallopt(-1, TRIM_THRESHOLD)     # M_TRIM_THRESHOLD
 
 
 def once() -> None:
@@ -128,7 +141,7 @@ def once() -> None:
         if _done:
             return
         t0 = time.perf_counter()
-        _few_malloc_arenas()
+        _tame_malloc()
         _heavy_imports()
         lazy_missing[:] = _lazy_imports()
         from lib.ui.result_store import precompute_versions

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,8 +27,7 @@ def temperature_probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 def entropy_bits(probs: torch.Tensor) -> float:
     """H(p) = -sum p log2 p, with 0 log 0 = 0; never -0.0 (a one-hot gives +0.0)."""
     p = probs.double()
-    nz = p[p > 0]
-    return max(0.0, float(-(nz * torch.log2(nz)).sum()))
+    return max(0.0, float(-torch.special.xlogy(p, p).sum()) / math.log(2))      # xlogy(0, 0) = 0
 
 
 @dataclass
