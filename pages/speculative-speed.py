@@ -67,7 +67,7 @@ lo, hi = best.speedup_range
 
 # ---- the question, then the answer ---------------------------------------------------------------
 if page.predict("winner", t("q_winner", w=t(f"work_{workload}")), ("speculate", "dont"),
-                "dont" if kind == "dont" else "speculate",
+                "speculate" if kind == "speculate" else "dont",       # a win within the noise is no win
                 t(f"q_winner_why_{kind}", d=best.draft, g=best.gamma, s=best.speedup, lo=lo, hi=hi),
                 format_func=lambda v: t(f"q_winner_{v}")):
     st.subheader(t("table_title"))

@@ -37,7 +37,8 @@ r = reports[dtype]
 st.markdown(t("formula"))
 revealed = page.predict("naive", t("q_naive", d=dtype, s=scale, c=offset), ("ok", "overflow", "underflow"),
                         r.naive_status,
-                        t(f"q_naive_why_{r.naive_status}", d=dtype, zmax=r.z_max, hi=r.overflow_at, lo=r.underflow_at,
+                        t(f"q_naive_why_{r.naive_status}" + ("_sum" if r.naive_status == "overflow" and not r.exp_inf else ""),
+                          d=dtype, zmax=r.z_max, hi=r.overflow_at, lo=r.underflow_at,
                           lse=r.lse64, n=r.exp_inf, V=len(logits)),
                         format_func=lambda k: t(f"status_{k}"))
 

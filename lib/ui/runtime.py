@@ -27,7 +27,7 @@ from lib.core.engine import Engine
 from lib.model import model_loader
 from lib.model.model_loader import BUNDLED, LoadedModel, ModelLoadError
 from lib.ui.i18n import texts
-from lib.ui.memo import Memo
+from lib.ui.memo import Memo, trim_memory
 
 torch.set_num_threads(max(1, min(torch.get_num_threads(), 4)))
 
@@ -102,6 +102,7 @@ def _load(source: str, device: str, dtype: str) -> LoadedModel:
             m = model_loader.load(source, device, DTYPES[dtype], progress=progress)
         finally:
             bar.empty()
+        trim_memory()                     # the tokenizer's JSON parse leaves ~150 MB of freed heap behind
         _models[key] = m
         return m
 

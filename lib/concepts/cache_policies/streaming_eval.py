@@ -44,6 +44,17 @@ def token_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return torch.logsumexp(x, -1) - x.gather(-1, targets[:, None])[:, 0]
 
 
+HEAD_ROWS = 32    # positions per LM-head call: (32, 262,144) float32 logits = 32 MB at a time
+
+
+def hidden_nll(engine, hidden: torch.Tensor, targets: torch.Tensor, rows: int = HEAD_ROWS) -> torch.Tensor:
+    """Final hidden states (T, D), targets (T,) -> (T,) token NLL, the LM head run `rows`
+    positions at a time: the whole (T, V) logits never exist at once (128 positions would be
+    128 MB, twice over with logsumexp's temporary)."""
+    return torch.cat([token_nll(engine.head(hidden[s:s + rows]), targets[s:s + rows])
+                      for s in range(0, hidden.shape[0], rows)])
+
+
 def running_perplexity(nll: np.ndarray) -> np.ndarray:
     """(N,) -> (N,) exp(mean of nll[:i+1])."""
     nll = np.asarray(nll, dtype=np.float64)
@@ -70,8 +81,8 @@ def nll_masked(engine, ids, policy: CachePolicy, chunk: int = 128, progress=None
     report(progress, 0, N - 1)
     for s in range(0, N - 1, chunk):
         e = min(s + chunk, N - 1)
-        logits = engine.forward(x[:, s:e], cache, hooks=hooks, logits="all")[0]  # (e-s, V)
-        out.append(token_nll(logits, x[0, s + 1:e + 1]).cpu())
+        hidden = engine.forward(x[:, s:e], cache, hooks=hooks, logits="none")[0]  # (e-s, D)
+        out.append(hidden_nll(engine, hidden, x[0, s + 1:e + 1]).cpu())
         report(progress, e, N - 1)
     nll = torch.cat(out).double().numpy()
     return StreamResult(policy.label, np.arange(N - 1), nll, time.perf_counter() - t0)
@@ -119,8 +130,8 @@ def nll_recompute(engine, ids, w: int, stride: int = 1, batch: int = 8, progress
     report(progress, 0, total)
     if len(head):   # t <= W-1: the window is the whole prefix -> one causal pass
         n = int(head[-1]) + 1
-        logits = engine.forward(x[:, :n].to(engine.device), engine.new_cache(1, n), logits="all")[0]
-        out.append(token_nll(logits, x[0, 1:n + 1]).cpu())
+        hidden = engine.forward(x[:, :n].to(engine.device), engine.new_cache(1, n), logits="none")[0]  # (n, D)
+        out.append(hidden_nll(engine, hidden, x[0, 1:n + 1].to(engine.device)).cpu())
     report(progress, 1, total)
     for b in range(0, len(tail), batch):
         ts = tail[b:b + batch]
