@@ -141,17 +141,20 @@ for p, (k, r) in zip(policies, results.items()):
     after = r.positions >= W
     ppl_after[k] = r.perplexity(after)
     row = [k, ppl_after[k]] + ([r.perplexity(np.isin(r.positions, shared))] if shared is not None else [])
-    for col, v in zip(table, row + [r.perplexity(), max(cp.entries_per_layer(p, spec, N)), round(r.seconds, 1)]):
+    cells = [row[0]] + [t.num(v, ",.2f") for v in row[1:]] + [t.num(r.perplexity(), ",.2f"),
+                                                              t.num(max(cp.entries_per_layer(p, spec, N)), ",d"),
+                                                              t.num(r.seconds, ",.1f")]
+    for col, v in zip(table, cells):
         table[col].append(v)
 st.dataframe(table, hide_index=True)
 
 # ---- beside the paper ---------------------------------------------------------------------
 st.subheader(t("paper_section"))
 ours = {key: ppl_after.get(policy_name(ALL[key])) for key in ("window", "s4", "dense")}
-fmt = lambda v: round(v, 2) if v is not None else "—"  # noqa: E731
+fmt = lambda v: t.num(v, ",.2f") if v is not None else "—"  # noqa: E731
 st.dataframe({t("paper_model"): [t("paper_row"), t("ours_row", source=source_name, n=N, w=W)],
-              t("paper_window"): [PAPER["window"], fmt(ours["window"])],
-              t("paper_sinks"): [PAPER["sinks"], fmt(ours["s4"])]}, hide_index=True)
+              t("paper_window"): [t.num(PAPER["window"], ",.0f"), fmt(ours["window"])],
+              t("paper_sinks"): [t.num(PAPER["sinks"], ",.2f"), fmt(ours["s4"])]}, hide_index=True)
 st.caption(t("paper_caption", w=W))
 pw, ps, pd = ours["window"], ours["s4"], ours["dense"]
 if None not in (pw, ps, pd):

@@ -45,8 +45,8 @@ tokens = token_texts(m.tokenizer, prompt.ids)
 st.subheader(t("rot_title"))
 thetas = tuple(sorted(set(spec.rope_thetas)))
 sp = rope_shift.spectrum(spec.head_dim, thetas, spec.max_context)
-fig = plots.spectrum_figure(sp.wavelengths, thetas, spec.max_context,
-                            {"title": t("fig_spec_title"), "theta": t("spec_theta"), "context": t("spec_context", n=spec.max_context),
+fig = plots.spectrum_figure(sp.wavelengths, [t("spec_theta", theta=th) for th in thetas], spec.max_context,
+                            {"title": t("fig_spec_title"), "context": t("spec_context", n=spec.max_context),
                              "x": t("spec_x"), "y": t("spec_y"), "hover": t("spec_hover", x="%{x}", y="%{y:,.1f}")})
 page.figure(fig, "rope_spectrum", {"pair": list(range(sp.wavelengths.shape[1])),
                                    **{f"wavelength_theta={th:g}": w.tolist() for th, w in zip(thetas, sp.wavelengths)}})

@@ -11,8 +11,8 @@ def mass_heatmap(per_head: np.ndarray, layer_names: list[str], labels: dict[str,
     """(L, H) share of attention on the first positions: rows = layers, columns = heads."""
     L, H = per_head.shape
     fig = go.Figure(go.Heatmap(z=per_head, x=[f"{labels['head']} {h}" for h in range(H)], y=layer_names,
-                               zmin=0, zmax=1, colorscale="Viridis", text=np.round(per_head, 2),
-                               texttemplate="%{text}", colorbar=dict(title=labels["share"]),
+                               zmin=0, zmax=1, colorscale="Viridis",
+                               texttemplate="%{z:.2f}", colorbar=dict(title=labels["share"]),
                                hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(title=labels["title"], height=560)

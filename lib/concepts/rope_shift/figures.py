@@ -9,11 +9,12 @@ from lib.concepts.plot_marks import log_y_hline
 LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # below: long names
 
 
-def spectrum_figure(wavelengths: np.ndarray, thetas, context: int, labels: dict[str, str]) -> go.Figure:
-    """Tokens per full turn of each channel pair, for each RoPE base (log y)."""
+def spectrum_figure(wavelengths: np.ndarray, names: list[str], context: int, labels: dict[str, str]) -> go.Figure:
+    """Tokens per full turn of each channel pair, one line per RoPE base (`names`: its legend
+    entry, e.g. "θ = 10,000"; log y)."""
     fig = go.Figure()
-    for th, wl in zip(thetas, wavelengths):
-        fig.add_scatter(x=np.arange(len(wl)), y=wl, name=labels["theta"].format(theta=th), mode="lines",
+    for name, wl in zip(names, wavelengths):
+        fig.add_scatter(x=np.arange(len(wl)), y=wl, name=name, mode="lines",
                         hovertemplate=labels["hover"] + "<extra></extra>")
     log_y_hline(fig, context, labels["context"], line_dash="dot", line_color="grey")
     fig.update_yaxes(type="log", dtick=1, exponentformat="power", title_text=labels["y"])
