@@ -14,6 +14,7 @@ process; a restarted server serves defaults from the persisted cache meanwhile.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -110,7 +111,7 @@ def _lazy_imports() -> list[str]:
 lazy_missing: list[str] = []
 
 
-MMAP_THRESHOLD = 2 << 20     # bytes: larger blocks get their own mapping, returned when freed
+MMAP_THRESHOLD = int(os.environ.get("LLM_LAB_MMAP_THRESHOLD", 2 << 20))    # bytes: larger blocks get their own mapping, returned when freed
 TRIM_THRESHOLD = 32 << 20    # bytes of free heap top kept for reuse (malloc_trim runs after big work)
 
 
