@@ -111,20 +111,21 @@ def _lazy_imports() -> list[str]:
 lazy_missing: list[str] = []
 
 
-MMAP_THRESHOLD = int(os.environ.get("LLM_LAB_MMAP_THRESHOLD", 2 << 20))    # bytes: larger blocks get their own mapping, returned when freed
+MMAP_THRESHOLD = int(os.environ.get("LLM_LAB_MMAP_THRESHOLD", 2 << 20))  # larger blocks: own mapping
 TRIM_THRESHOLD = 32 << 20    # bytes of free heap top kept for reuse (malloc_trim runs after big work)
 
 
 def _tame_malloc(arenas: int = 2) -> None:
-    """Two glibc habits that make a busy server's memory grow (like MALLOC_ARENA_MAX=2
-    MALLOC_MMAP_THRESHOLD_=2097152 MALLOC_TRIM_THRESHOLD_=33554432, which no host lets us set
-    before Python starts):
+    """Two glibc habits that make a busy server's memory grow; the settings below are what
+    MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=2097152 MALLOC_TRIM_THRESHOLD_=33554432 would do,
+    which no host lets us set before Python starts:
     - every thread that allocates gets its own heap arena (up to 8 per core), and thirty session
       threads then hold thirty half-empty heaps: cap them;
     - a freed large block raises the size above which blocks are mapped on their own (up to
-      32 MB), so the batched step's (30, 1, 262144) logits then come from a heap, where freed
-      holes between live blocks are never returned: pin it at 2 MB. Measured with 30 new
-      prompts at once (README): peak 2,549 MB -> 2,261 MB, same time within noise."""
+      32 MB), so the batched step's (B, 1, 262144) logits then come from a heap, where freed
+      holes between live blocks are never returned: pin it at 2 MB (a fixed threshold also
+      fixes the trim threshold, so set that too: 32 MB of free heap top kept for reuse).
+    README ("A class on one server") has the 30-new-prompt figures with and without it."""
     from lib.ui.memo import LIBC
 
     if LIBC is not None:
