@@ -88,7 +88,7 @@ rows = [{t("col_bits"): f"int{b}", t("col_scale"): gran_names[j], t("col_bytes")
         for i, b in enumerate(GRID_BITS) for j in range(G)]
 if revealed:
     fig = plots.grid_figure(list(GRID_BITS), gran_names,
-                            [(t("m_tv"), tv, ".2g"), (t("m_kl"), kl, ".2g"), (t("m_ppl"), np.abs(dppl), ".3f")],
+                            [(t("m_tv"), tv, ".2g"), (t("m_kl"), kl, ".2g"), (t("m_ppl"), np.abs(dppl), ",.5g")],
                             t("fig_grid_title", E=E, r=residual), t.num)
     page.figure(fig, "grid", {k: [r[k] for r in rows] for k in rows[0]}, caption=t("fig_grid_caption"))
 
