@@ -6,6 +6,10 @@
         prefill, then per step: sampling pipeline -> token -> on_step(raw, result, token)
         -> decode_one_token, until max_new_tokens or an end token
 
+Where the logits come from is a `Stepper` (prefill the prompt, then decode one token): the
+engine's own dense cache by default (`DenseStepper`); a cache policy (attention-sinks) or the
+timed baseline of speculative decoding pass their own stepper and reuse the same loop.
+
 Everything else is a recorder passed as `on_step`: `continuation` keeps a StepRecord per
 token (lib/decoding/step_record.py), `greedy` keeps the token ids (and logits if asked).
 Greedy is SamplingConfig(temperature=0): the pipeline decides it (lib/decoding/sampling.py).
@@ -19,7 +23,7 @@ runs the engine directly. Each session gets the same tokens either way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 import torch
 
@@ -49,26 +53,60 @@ def decode_one_token(engine: Engine, token: int, cache: KVCacheProtocol) -> torc
     return engine.forward(torch.tensor([[token]], device=engine.device), cache)[:, -1]
 
 
+class Stepper(Protocol):
+    """Where the decode loop gets its logits: the prompt once, then one token at a time."""
+
+    def prefill(self, ids: list[int]) -> torch.Tensor: ...     # logits (V,) after the prompt
+    def decode(self, token: int) -> torch.Tensor: ...          # logits (V,) after one more token
+
+
+class DenseStepper:
+    """The engine with one dense KV cache (the default stepper)."""
+
+    def __init__(self, engine: Engine, capacity: int):
+        self.engine, self.cache = engine, engine.new_cache(1, capacity=capacity)
+
+    def prefill(self, ids: list[int]) -> torch.Tensor:
+        return prefill(self.engine, torch.tensor([ids], device=self.engine.device), self.cache)[0][0]
+
+    def decode(self, token: int) -> torch.Tensor:
+        return decode_one_token(self.engine, token, self.cache)[0]
+
+
+def choose_token(raw: torch.Tensor, cfg: SamplingConfig, gen: torch.Generator,
+                 context=()) -> tuple[PipelineResult, int]:
+    """One step's choice: the sampling pipeline on raw logits (V,), then one draw from `gen`
+    (T = 0: the argmax, no draw). Every generator's per-token choice is this function."""
+    res = run_pipeline(raw, cfg, context=context)
+    return res, sample_next(res.probs, gen)
+
+
+def decode_loop(stepper: Stepper, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
+                eos_ids: tuple[int, ...] = (), on_step: OnStep | None = None) -> list[int]:
+    """The loop itself: prefill, then sample -> on_step -> decode one token, until
+    max_new_tokens or an end token (no forward after the last token). The new ids."""
+    gen = torch.Generator().manual_seed(int(seed))
+    ids = list(prompt_ids)
+    logits = stepper.prefill(ids) if max_new_tokens > 0 else None                  # (V,)
+    for i in range(max_new_tokens):
+        raw = logits.float().cpu()                                                 # (V,)
+        res, token = choose_token(raw, cfg, gen, context=tuple(ids))
+        if on_step is not None:
+            on_step(raw, res, token)
+        ids.append(token)
+        if token in eos_ids or i == max_new_tokens - 1:
+            break
+        logits = stepper.decode(token)
+    return ids[len(prompt_ids):]
+
+
 @batching.joins_batches
 def generate(engine: Engine, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
              eos_ids: tuple[int, ...] = (), on_step: OnStep | None = None) -> list[int]:
     """Sample up to max_new_tokens after prompt_ids (stops after an end token); the new ids."""
-    gen = torch.Generator().manual_seed(int(seed))
-    ids = list(prompt_ids)
     with batching.seat(engine) as model:              # the engine, batched with other sessions
-        cache = model.new_cache(1, capacity=len(ids) + max_new_tokens + 1)
-        logits, cache = prefill(model, torch.tensor([ids], device=model.device), cache)  # (1, V)
-        for i in range(max_new_tokens):
-            raw = logits[0].float().cpu()                                  # (V,)
-            res = run_pipeline(raw, cfg, context=tuple(ids))
-            token = sample_next(res.probs, gen)
-            if on_step is not None:
-                on_step(raw, res, token)
-            ids.append(token)
-            if token in eos_ids or i == max_new_tokens - 1:
-                break
-            logits = decode_one_token(model, token, cache)
-    return ids[len(prompt_ids):]
+        stepper = DenseStepper(model, capacity=len(prompt_ids) + max_new_tokens + 1)
+        return decode_loop(stepper, prompt_ids, cfg, seed, max_new_tokens, eos_ids, on_step)
 
 
 # ---- recorders -----------------------------------------------------------------------------

@@ -190,3 +190,26 @@ def test_fact_agreement_reads_the_numbers():
     a = agreement(probe, [np.array([0.5, 0.5, 0.4]), np.array([0.5, 0.5, 0.1])], (4, 5, 9), 8)
     assert (a.last_fit, a.fit_tokens, a.fit_spread) == (5, 8, 0.0)
     assert a.first_out == 9 and a.out_probs == (0.4, 0.1)
+
+
+def test_generation_under_a_policy_runs_the_one_decode_loop(eng):
+    """greedy_under drives lib/decoding's decode loop with a policy's stepper: with nothing
+    evicted it is plain greedy decoding; under eviction each token is the argmax of a
+    token-by-token evicting run (the same cache the stepper keeps)."""
+    from lib.concepts.cache_policies.policy_generation import greedy_under
+    from lib.decoding.generate import greedy
+
+    prompt = ids(12)
+    plain = greedy(eng, list(prompt), 8).new_ids
+    assert [s.token for s in greedy_under(eng, prompt, cp.dense(), 8).steps] == plain
+    assert [s.token for s in greedy_under(eng, prompt, cp.recompute(64), 8).steps] == plain
+    gen = greedy_under(eng, prompt, cp.sinks(2, 6), 8)
+    assert all(s.prob == 1.0 and s.rank == 0 for s in gen.steps)          # T = 0: the argmax, kept alone
+    ec = new_evicting_cache(eng, cp.sinks(2, 6), capacity=len(prompt) + 8)
+    toks = list(prompt)
+    for t in toks[:-1]:
+        step(ec, eng, t)
+    logits = step(ec, eng, toks[-1])[0, -1]
+    for s in gen.steps:
+        assert s.token == int(logits.argmax())
+        logits = step(ec, eng, s.token)[0, -1]

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import torch
 
 from lib.core.cache.policy import CachePolicy
-from lib.decoding.generate import StepRecord
+from lib.decoding.generate import StepRecord, decode_loop, describe_step
+from lib.decoding.sampling import SamplingConfig
 from lib.core.cache.evicting import adopt, report, step
 from lib.concepts.cache_policies.policy_masks import policy_hooks
 
@@ -23,36 +24,51 @@ class PolicyGeneration:
     cache_bytes: int                 # KV bytes held after the last step (0 for recompute)
 
 
-def _record(logits: torch.Tensor, top_n: int = 5) -> StepRecord:
-    p = torch.softmax(logits.float().cpu(), -1)                     # (V,)
-    tok = int(p.argmax())
-    top = torch.topk(p, top_n).indices.tolist()
-    return StepRecord(tok, float(p[tok]), float(p[tok]), 0, 1, [(i, float(p[i]), float(p[i])) for i in top])
+class PolicyStepper:
+    """The decode loop's stepper (lib/decoding/generate.py) under a cache policy: the prompt
+    in one masked forward, the cache cut to the policy's state, then real eviction per token.
+    Recompute keeps no cache: every step re-encodes the last W tokens from scratch."""
+
+    def __init__(self, engine, policy: CachePolicy, capacity: int):
+        self.engine, self.policy, self.capacity = engine, policy, capacity
+        self.ids: list[int] = []
+        self.evicting = None                       # the EvictingCache after the prompt
+
+    def _window(self) -> torch.Tensor:             # recompute: the last W tokens, fresh cache
+        w = self.policy.window
+        return self.engine.forward(torch.tensor([self.ids[-w:]], device=self.engine.device),
+                                   self.engine.new_cache(1, w))[0, -1]
+
+    def prefill(self, ids: list[int]) -> torch.Tensor:
+        self.ids = list(ids)
+        if self.policy.kind == "recompute":
+            return self._window()
+        cache = self.engine.new_cache(1, capacity=self.capacity)
+        logits = self.engine.forward(torch.tensor([self.ids], device=self.engine.device), cache,
+                                     hooks=policy_hooks(self.engine, cache, self.policy))[0, -1]
+        self.evicting = adopt(self.engine, cache, self.policy, len(self.ids))
+        return logits
+
+    def decode(self, token: int) -> torch.Tensor:
+        self.ids.append(token)
+        if self.policy.kind == "recompute":
+            return self._window()
+        return step(self.evicting, self.engine, token)[0, -1]
+
+    def cache_bytes(self) -> int:
+        return self.evicting.cache.nbytes() if self.evicting is not None else 0
 
 
 @torch.inference_mode()
 def greedy_under(engine, prompt_ids: tuple[int, ...], policy: CachePolicy, n_new: int,
                  eos_ids: tuple[int, ...] = (), _progress=None) -> PolicyGeneration:
-    ids = list(prompt_ids)
+    """Greedy generation (the one decode loop, T = 0) with the cache kept by `policy`."""
+    stepper = PolicyStepper(engine, policy, capacity=len(prompt_ids) + n_new)
     steps: list[StepRecord] = []
-    if policy.kind == "recompute":
-        w = policy.window
-        for i in range(n_new):
-            win = torch.tensor([ids[-w:]], device=engine.device)
-            steps.append(_record(engine.forward(win, engine.new_cache(1, w))[0, -1]))
-            ids.append(steps[-1].token)
-            report(_progress, i + 1, n_new)
-            if steps[-1].token in eos_ids:
-                break
-        return PolicyGeneration(policy.label, steps, 0)
-    cache = engine.new_cache(1, capacity=len(ids) + n_new)
-    logits = engine.forward(torch.tensor([ids], device=engine.device), cache,
-                            hooks=policy_hooks(engine, cache, policy))[0, -1]
-    ec = adopt(engine, cache, policy, len(ids))
-    for i in range(n_new):
-        steps.append(_record(logits))
-        report(_progress, i + 1, n_new)
-        if steps[-1].token in eos_ids or i == n_new - 1:
-            break
-        logits = step(ec, engine, steps[-1].token)[0, -1]
-    return PolicyGeneration(policy.label, steps, ec.cache.nbytes())
+
+    def record(raw, res, token):
+        steps.append(describe_step(raw, res, token))
+        report(_progress, len(steps), n_new)
+
+    decode_loop(stepper, prompt_ids, SamplingConfig(0.0), 0, n_new, eos_ids, on_step=record)
+    return PolicyGeneration(policy.label, steps, stepper.cache_bytes())

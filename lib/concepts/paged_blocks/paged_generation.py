@@ -18,7 +18,8 @@ import torch
 
 from lib.concepts.paged_blocks.block_manager import BlockManager
 from lib.concepts.paged_blocks.paged_attention import BlockPool, paged_forward
-from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
+from lib.decoding.generate import choose_token
+from lib.decoding.sampling import SamplingConfig
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,10 @@ def _still_needed(bm: BlockManager, running: dict) -> int:
 
 
 def _pick(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> int:
-    return sample_next(run_pipeline(logits.float().cpu(), SamplingConfig(temperature)).probs, gen)
+    """A sequence's next token: the decode loop's own per-step choice (lib/decoding/generate.py).
+    The scheduler below advances many sequences per batched forward, so it drives that step
+    itself instead of running one `decode_loop` per sequence."""
+    return choose_token(logits.float().cpu(), SamplingConfig(temperature), gen)[1]
 
 
 def run_requests(engine, requests: list[Request], num_blocks: int, block_size: int = 16,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from lib.core.engine import Engine
+from lib.decoding.generate import decode_loop
 from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
 from lib.concepts.speculative.speculative import accept_or_resample, residual
 
@@ -203,26 +204,38 @@ class PlainRun:
     target_calls: int
 
 
+class _BaselineStepper:
+    """The dense stepper with speculative decoding's prefill split (prompt minus its last token;
+    that last token starts decoding, as the verifier does), timing the prefill, counting calls."""
+
+    def __init__(self, target: Engine, capacity: int):
+        self.target, self.cache, self.calls = target, target.new_cache(capacity=capacity), 0
+        self.prefill_s = 0.0
+
+    def _one(self, token: int) -> torch.Tensor:
+        self.calls += 1
+        return self.target.forward(torch.tensor([[token]], device=self.target.device), self.cache)[0, -1]
+
+    def prefill(self, ids: list[int]) -> torch.Tensor:
+        t0 = time.perf_counter()
+        if len(ids) > 1:
+            self.target.forward(torch.tensor([ids[:-1]], device=self.target.device), self.cache, logits="none")
+        self.prefill_s = time.perf_counter() - t0
+        return self._one(ids[-1])
+
+    def decode(self, token: int) -> torch.Tensor:
+        return self._one(token)
+
+
 def plain_decode(target: Engine, prompt_ids, max_new_tokens: int, cfg: SamplingConfig = SamplingConfig(0.0),
                  seed: int = 0, eos_ids: tuple[int, ...] = ()) -> PlainRun:
-    """The baseline: one target forward per token, the same pipeline and the same prefill split
-    (prompt minus its last token, then the last token starts decoding) as the speculative run."""
-    gen = torch.Generator().manual_seed(int(seed))
-    ids = list(prompt_ids)
+    """The baseline: one target forward per token through the one decode loop
+    (lib/decoding/generate.py), the same pipeline and prefill split as the speculative run."""
+    stepper = _BaselineStepper(target, capacity=len(prompt_ids) + max_new_tokens + 8)
     t0 = time.perf_counter()
-    cache = target.new_cache(capacity=len(ids) + max_new_tokens + 8)
-    if len(ids) > 1:
-        target.forward(torch.tensor([ids[:-1]], device=target.device), cache, logits="none")
-    t1 = time.perf_counter()
-    new, pending, calls = [], ids[-1], 0
-    while len(new) < max_new_tokens:
-        logits = target.forward(torch.tensor([[pending]], device=target.device), cache)[0, -1].float().cpu()
-        calls += 1
-        pending = sample_next(run_pipeline(logits, cfg).probs, gen)
-        new.append(pending)
-        if pending in eos_ids:
-            break
-    return PlainRun(new, t1 - t0, time.perf_counter() - t1, calls)
+    new = decode_loop(stepper, list(prompt_ids), cfg, seed, max_new_tokens, eos_ids)
+    wall = time.perf_counter() - t0 - stepper.prefill_s
+    return PlainRun(new, stepper.prefill_s, wall, stepper.calls)
 
 
 def one_block(target: Engine, draft, prompt_ids, gamma: int, cfg: SamplingConfig, seed: int,
