@@ -1,9 +1,13 @@
-"""Labelled reference lines on log-scale axes.
+"""Log-scale axes: labelled reference lines, and decade ticks a projector can read.
 
 Plotly's `add_vline` / `add_hline(annotation_text=...)` place the label at the line's value in
 the axis's own units, which on a log axis are log10 units: the label of a line at 2 lands at
 10^2 = 100, and one at 4,096 falls off the chart. These draw the line the usual way and put
-the label at log10(value)."""
+the label at log10(value).
+
+`decade_axis` makes an axis log-scale with ticks only at powers of ten (or, over less than two
+decades, at a few round values written in full), never Plotly's minor labels ("2 3 4", "5") or
+SI suffixes ("100µ")."""
 from __future__ import annotations
 
 import math
@@ -24,3 +28,70 @@ def log_y_hline(fig: go.Figure, y: float, text: str, **line) -> None:
     fig.add_hline(y=y, **line)
     fig.add_annotation(y=math.log10(y), yref="y", x=1, xref="paper", text=text, showarrow=False,
                        xanchor="right", yanchor="bottom", font=dict(size=11, color=line.get("line_color", "grey")))
+
+
+# ---- log axes a projector can read -----------------------------------------------------------------
+MAX_DECADE_TICKS = 8          # more decades than this: label every 2nd, 5th, ... power of ten
+FULL_DECADES = (-3, 5)        # decades written in full (0.001 ... 100,000); beyond them 10^k
+ROUND_STEPS = ((1, 2, 5), (1, 2, 3, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9))   # narrow axes: 1-2-5 first
+
+
+def _positive(values) -> list[float]:
+    """Every finite positive number in `values` (nested lists, tuples and arrays flattened)."""
+    try:
+        items = iter(values)
+    except TypeError:                                   # one number (None: nothing)
+        return [float(values)] if values is not None and math.isfinite(float(values)) and float(values) > 0 else []
+    return [x for v in items for x in _positive(v)]
+
+
+def _in_full(m: int, k: int, fmt) -> str:
+    """m * 10^k written in full in the page's language: 20, 5,000 / 5.000, 0.05 / 0,05."""
+    return fmt(m * 10 ** k, ",") if k >= 0 else fmt(m * 10.0 ** k, f".{-k}f")
+
+
+def _power(m: int, k: int) -> str:
+    """m * 10^k as Plotly's exponentformat="power" writes it: 1, 10, 10², 10⁻⁶ (2·10⁻⁶)."""
+    p = "1" if k == 0 else "10" if k == 1 else f"10<sup>{'−' if k < 0 else ''}{abs(k)}</sup>"
+    return p if m == 1 else f"{m}·{p}"
+
+
+def decade_ticks(values, fmt=format) -> tuple[list[float], list[str]]:
+    """(tick values, tick labels) for a log axis over `values`: the powers of ten covering
+    them when they span two decades or more (every decade, or every 2nd, 5th, ... so that at
+    most MAX_DECADE_TICKS remain); when they span less, round values m * 10^k with m from the
+    first of ROUND_STEPS that gives three ticks inside the data. Labels are written in full
+    (`fmt(x, spec)`, the page's number writer) while every decade lies in FULL_DECADES, else
+    as powers (10⁻⁶), never SI suffixes. No positive value: no ticks."""
+    vals = _positive(values)
+    if not vals:
+        return [], []
+    lo, hi = min(vals), max(vals)
+    k0, k1 = math.floor(math.log10(lo) + 1e-9), math.ceil(math.log10(hi) - 1e-9)
+    if math.log10(hi / lo) >= 2 - 1e-9:
+        for step in (1, 2, 3, 5, 10, 20, 50, 100):
+            start, stop = k0 // step * step, -(-k1 // step) * step        # multiples of step around the data
+            if (stop - start) // step + 1 <= MAX_DECADE_TICKS:
+                break
+        marks = [(1, k) for k in range(start, stop + 1, step)]
+    else:
+        marks = []
+        for ms in ROUND_STEPS:
+            marks = [(m, k) for k in range(k0 - 1, k1 + 1) for m in ms if lo * (1 - 1e-9) <= m * 10.0 ** k <= hi * (1 + 1e-9)]
+            if len(marks) >= 3:
+                break
+        marks = marks or [(1, k) for k in range(k0, k1 + 1)]
+    full = all(FULL_DECADES[0] <= k <= FULL_DECADES[1] for _, k in marks)
+    return ([m * 10.0 ** k for m, k in marks],
+            [_in_full(m, k, fmt) if full else _power(m, k) for m, k in marks])
+
+
+def decade_axis(fig: go.Figure, axis: str, values, fmt=format, **where) -> None:
+    """Make `axis` ("x" or "y") of `fig` a log axis labelled as `decade_ticks(values, fmt)`
+    says (`values`: the data drawn on it; nothing else about the data changes), with
+    exponentformat="power" and no minor labels. `where`: row / col / secondary_y, passed to
+    update_xaxes / update_yaxes."""
+    tickvals, ticktext = decade_ticks(values, fmt)
+    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
+    ticks = dict(tickmode="array", tickvals=tickvals, ticktext=ticktext) if tickvals else {}
+    update(type="log", exponentformat="power", **ticks, **where)

@@ -1,9 +1,11 @@
-"""Labels of reference lines on log axes sit at the line, not at 10^value."""
+"""Labels of reference lines on log axes sit at the line, not at 10^value; log axes label
+decades (or a few round values in full), in the page language."""
 import math
 
+import numpy as np
 import plotly.graph_objects as go
 
-from lib.concepts.plot_marks import log_x_vline, log_y_hline
+from lib.concepts.plot_marks import MAX_DECADE_TICKS, decade_axis, decade_ticks, log_x_vline, log_y_hline
 
 
 def test_labels_are_placed_in_log10_units():
@@ -15,3 +17,53 @@ def test_labels_are_placed_in_log10_units():
     vx, hy = fig.layout.annotations
     assert fig.layout.shapes[0].x0 == 2.0 and math.isclose(vx.x, math.log10(2.0))
     assert fig.layout.shapes[1].y0 == 4096 and math.isclose(hy.y, math.log10(4096))
+
+
+def _log10s(vals):
+    return [math.log10(v) for v in vals]
+
+
+def test_decade_axis_ticks_only_powers_of_ten():
+    fig = go.Figure(go.Scatter(x=[1, 2, 3], y=[3e-7, 0.02, 4.0]))
+    decade_axis(fig, "y", [[3e-7, 0.02], np.array([4.0])])
+    ax = fig.layout.yaxis
+    assert ax.type == "log" and ax.exponentformat == "power" and ax.tickmode == "array"
+    assert all(math.isclose(k, round(k), abs_tol=1e-9) for k in _log10s(ax.tickvals))
+    assert min(ax.tickvals) <= 3e-7 and max(ax.tickvals) >= 4.0          # the ticks cover the data
+    assert "10<sup>−6</sup>" in ax.ticktext and not any("µ" in s or "e-" in s for s in ax.ticktext)
+    assert fig.layout.xaxis.type is None                                # the other axis untouched
+
+
+def test_decade_axis_many_decades_thinned_but_still_powers():
+    vals, text = decade_ticks([1e-30, 1.0])
+    assert 2 <= len(vals) <= MAX_DECADE_TICKS
+    assert all(math.isclose(k, round(k), abs_tol=1e-9) for k in _log10s(vals))
+
+
+def test_decade_axis_in_full_when_decades_are_few():
+    vals, text = decade_ticks([3, 40, 2500])
+    assert vals == [1.0, 10.0, 100.0, 1000.0, 10000.0]
+    assert text == ["1", "10", "100", "1,000", "10,000"]
+
+
+def test_narrow_range_gets_round_values_in_full():
+    vals, text = decade_ticks([12.0, 95.0])                               # less than one decade
+    assert len(vals) >= 3 and text == ["20", "30", "50"]
+    vals, text = decade_ticks([15.0, 600.0])                              # less than two decades
+    assert text == ["20", "50", "100", "200", "500"]
+
+
+def test_labels_follow_the_page_language():
+    indonesian = lambda x, spec="": format(x, spec).translate(str.maketrans({",": ".", ".": ","}))
+    assert decade_ticks([0.2, 0.9], indonesian)[1] == ["0,2", "0,3", "0,5"]
+    assert decade_ticks([5, 30000], indonesian)[1][-1] == "100.000"
+
+
+def test_subplot_axis_and_nothing_to_tick():
+    from plotly.subplots import make_subplots
+    fig = make_subplots(rows=2, cols=1)
+    fig.add_scatter(x=[1, 2], y=[1, 1000], row=1, col=1)
+    decade_axis(fig, "y", [1, 1000], row=1, col=1)
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type is None
+    decade_axis(fig, "y", [0, float("nan")], row=2, col=1)                # no positive value: log, no ticks
+    assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis2.tickvals is None
