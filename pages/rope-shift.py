@@ -47,7 +47,8 @@ thetas = tuple(sorted(set(spec.rope_thetas)))
 sp = rope_shift.spectrum(spec.head_dim, thetas, spec.max_context)
 fig = plots.spectrum_figure(sp.wavelengths, [t("spec_theta", theta=th) for th in thetas], spec.max_context,
                             {"title": t("fig_spec_title"), "context": t("spec_context", n=spec.max_context),
-                             "x": t("spec_x"), "y": t("spec_y"), "hover": t("spec_hover", x="%{x}", y="%{y:,.1f}")})
+                             "x": t("spec_x"), "y": t("spec_y"), "hover": t("spec_hover", x="%{x}", y="%{y:,.1f}")},
+                            fmt=t.num)
 page.figure(fig, "rope_spectrum", {"pair": list(range(sp.wavelengths.shape[1])),
                                    **{f"wavelength_theta={th:g}": w.tolist() for th, w in zip(thetas, sp.wavelengths)}})
 st.caption(t("spec_caption", **{"n_loc": int(sp.pairs_full_turn[0]), "n_glob": int(sp.pairs_full_turn[-1]),
@@ -103,13 +104,13 @@ if page.predict("relabel", t("predict_relabel_q", d=delta, r=top1["recompute"]),
                 format_func=lambda o: t(f"predict_relabel_{o}")):
     top = np.argsort(-probs["recompute"])[:8]
     top_tokens = token_texts(m.tokenizer, top.tolist())
-    fig = plots.next_token_figure(top_tokens, {names[k]: probs[k][top].tolist() for k in names},
-                                  {"title": t("fig_next_title", d=delta), "y": t("next_y")})
+    fig = plots.next_token_figure(top_tokens, {k: probs[k][top].tolist() for k in names},
+                                  {"title": t("fig_next_title", d=delta), "y": t("next_y")}, names=names)
     page.figure(fig, "next_token_after_shift", {"token": top_tokens, **{k: probs[k][top].tolist() for k in names}})
     st.caption(t("next_caption", r=top1["recompute"], rr=top1["rerotated"], rl=top1["relabelled"],
                  dr=diffs["rerotated"], dl=diffs["relabelled"]))
-    fig = plots.sweep_figure(sweep.deltas, {names[k]: v for k, v in sweep.max_logit_diff.items()},
-                             {"title": t("fig_sweep_title"), "x": t("sweep_x"), "y": t("sweep_y")})
+    fig = plots.sweep_figure(sweep.deltas, sweep.max_logit_diff,
+                             {"title": t("fig_sweep_title"), "x": t("sweep_x"), "y": t("sweep_y")}, fmt=t.num, names=names)
     page.figure(fig, "logit_error_vs_shift", {"delta": sweep.deltas.tolist(),
                                               **{f"max_abs_logit_diff_{k}": v.tolist() for k, v in sweep.max_logit_diff.items()},
                                               **{f"top1_same_{k}": v.tolist() for k, v in sweep.top1_same.items()}})
