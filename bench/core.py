@@ -32,7 +32,7 @@ LOAD_CODE = """
 import json, time, sys
 t0 = time.perf_counter()
 sys.path.insert(0, '.')
-from lib import model_loader
+from lib.model import model_loader
 m = model_loader.load('bundled', 'cpu')
 print(json.dumps({'total_s': time.perf_counter() - t0, **m.timings}))
 """
@@ -40,7 +40,9 @@ print(json.dumps({'total_s': time.perf_counter() - t0, **m.timings}))
 RSS_CODE = """
 import json, resource, sys
 sys.path.insert(0, '.')
-from lib import model_loader, generate, temperature
+from lib.model import model_loader
+from lib.decoding import generate
+from lib.concepts.temperature import temperature
 from lib.decoding.sampling import SamplingConfig
 from lib.model.tokens import encode_prompt
 import numpy as np
