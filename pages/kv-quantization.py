@@ -112,7 +112,7 @@ page.figure(fig, "key_channel_max", {f"layer_{l}": kmax[l].tolist() for l in ran
 
 # ---- keys vs values -------------------------------------------------------------------------
 st.subheader(t("kv_title"))
-kv_rows = [{t("col_policy"): lab, t("col_tv"): t.num(r.attn_tv, ".3g"), t("col_l0"): t.num(r.attn_max_layer0, ".2e"),
+kv_rows = [{t("col_policy"): lab, t("col_tv"): t.num(r.attn_tv, ".3g"), t("col_l0"): t.num(r.attn_max_layer0, ".3g"),
             t("col_kl"): t.num(r.effect.kl_mean, ".3g"), t("col_ppl"): t.num(r.effect.ppl_new, ".3f"),
             t("col_bytes"): t.num(r.bytes_stored, ",")}
            for lab, r in ((t("pol_keys", b=bits, g=t(f"gran_{gran}")), r_k),

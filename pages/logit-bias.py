@@ -142,9 +142,9 @@ except EmptyDistribution as e:
 labels = {key: t(f"lbl_{key}") for key in ("model", "final", "rank", "kept", "stage_bias", "stage_temperature")}
 g1, g2 = st.columns(2)
 g1.markdown(f"**{t('gen_plain')}**")
-g1.html(tokens_html(m.tokenizer, prompt.text[-200:], plain, labels))
+g1.html(tokens_html(m.tokenizer, prompt.text[-200:], plain, labels, fmt=t.num))
 g2.markdown(f"**{t('gen_biased', b=b_text)}**")
-g2.html(tokens_html(m.tokenizer, prompt.text[-200:], biased, labels))
+g2.html(tokens_html(m.tokenizer, prompt.text[-200:], biased, labels, fmt=t.num))
 st.caption(t("gen_caption", d=t(f"decode_{decode}")))
 
 page.notice()

@@ -89,12 +89,12 @@ eos = m.spec.eos_ids
 with st.spinner(t("gen_running", n=n_new)):
     greedy_steps = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(0.0), 0, n_new, eos)
     sampled_steps = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(T), seed, n_new, eos)
-labels = {"model": t("lbl_model"), "final": t("lbl_final"), "rank": t("lbl_rank")}
+labels = {"model": t("lbl_model"), "final": t("lbl_final"), "rank": t("lbl_rank"), "stage_temperature": t("lbl_final")}
 g1, g2 = st.columns(2)
 g1.markdown(f"**{t('gen_greedy')}**")
-g1.html(tokens_html(m.tokenizer, prompt.text[-200:], greedy_steps, labels))
+g1.html(tokens_html(m.tokenizer, prompt.text[-200:], greedy_steps, labels, fmt=t.num))
 g2.markdown(f"**{t('gen_sampled', T=T, seed=seed)}**")
-g2.html(tokens_html(m.tokenizer, prompt.text[-200:], sampled_steps, labels))
+g2.html(tokens_html(m.tokenizer, prompt.text[-200:], sampled_steps, labels, fmt=t.num))
 st.caption(t("gen_caption"))
 
 page.notice()

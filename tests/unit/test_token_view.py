@@ -43,3 +43,16 @@ def test_hover_text_shows_the_stage_chain_and_kept_counts():
 def test_table_has_a_row_per_step_and_kept_columns():
     cols = steps_table(Tok(), [step(), step()], LABELS)
     assert cols["kept: top-k"] == [2, 2] and len(cols["final"]) == 2
+
+
+def test_numbers_follow_the_page_language_when_a_writer_is_given():
+    from lib.ui.i18n import format_number
+
+    def fmt(v, spec):
+        return format_number(v, spec, "id")
+
+    step_ = step()
+    tip = tokens_html(Tok(), "", [step_], LABELS, fmt=fmt).split('title="')[1].split('"')[0]
+    assert f"final {format_number(step_.prob, '.3f', 'id')}," in tip and "0." not in tip
+    cols = steps_table(Tok(), [step_], LABELS, fmt=fmt)
+    assert cols["final"] == [format_number(step_.prob, ".4f", "id")] and cols["kept: top-k"] == ["2"]

@@ -63,8 +63,9 @@ def page_checks(spec, m: Measured, t) -> list[CheckResult]:
     if m.kv is not None:
         kv = ma.compare_kv(spec, m.kv)
         worst_kv = max(kv, key=lambda c: c.rel_error)
+        _, kind, n_tok = worst_kv.name.split("_")      # the probe's step name: kv_<full|window>_<tokens>
         out.append(CheckResult(t("check_kv", n=len(kv)), all(c.rel_error <= TOL for c in kv),
-                               t("check_kv_detail", name=worst_kv.name, p=worst_kv.predicted / 1e6,
+                               t("check_kv_detail", name=t(f"kv_case_{kind}", n=int(n_tok)), p=worst_kv.predicted / 1e6,
                                  m=worst_kv.measured / 1e6, e=worst_kv.rel_error)))
     c = ma.compare_prefill(spec, m.prefill) if m.prefill is not None else None
     if c is not None:
