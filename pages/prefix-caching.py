@@ -58,7 +58,7 @@ d2.html(plots.diff_html(tb, [i < lcp for i in range(len(B))], bs))
 st.caption(t("diff_caption"))
 
 # ---- the real model: reuse vs recompute, timing, shifted positions ----------------------------
-with st.spinner(t("running")):
+with st.spinner(t("running", r=TIME_REPEATS)):
     res = runtime.cached(prefix_cache.reuse_vs_recompute)(m.engine, tuple(A), tuple(B), bs, TIME_REPEATS)
     n_keep = max(1, min(len(B) - 1, (len(B) - 1) // bs * bs))
     sh0 = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, 0)

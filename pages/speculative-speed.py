@@ -6,6 +6,8 @@ from lib.ui import startup
 
 startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
 
+from dataclasses import replace
+
 import streamlit as st
 
 from lib.concepts.speculative import figures as plots
@@ -56,6 +58,9 @@ for i, g in enumerate(gammas):
     by_gamma[g] = runtime.cached(timed_runs.run_gamma)(m.engine, prompt.ids, drafts, g, n_new, T, seed, subset, eos,
                                                        plain)
 bar.empty()
+shown = dict(zip((c.draft for c in by_gamma[gammas[0]]),        # the drafts' names, in the page's language
+                 (t("draft_lookup", n=drafts[0][1]), t("draft_early", k=drafts[1][1]))))
+by_gamma = {g: [replace(c, draft=shown[c.draft]) for c in cs] for g, cs in by_gamma.items()}
 names = [by_gamma[gammas[0]][j].draft for j in range(len(drafts))]
 cells = {n: [by_gamma[g][j] for g in gammas] for j, n in enumerate(names)}
 pooled = {n: timed_runs.pooled(cells[n]) for n in names}              # name -> (alpha, c)
