@@ -76,7 +76,7 @@ st.markdown(t("summary", where=where, T=T, C=C, n_out=len(outliers), top=top, vm
 fig = plots.channel_max_figure(cmax, outliers, {
     "title": t("fig_cmax_title", n=len(outliers), C=C, f=OUTLIER_FACTOR, where=where),
     "x": t("channel"), "y": t("fig_cmax_y"), "hover": t("channel") + " %{x}: %{y:.3g}",
-    "threshold": OUTLIER_FACTOR * median_cmax, "threshold_text": t("fig_cmax_thr", f=OUTLIER_FACTOR)})
+    "threshold": OUTLIER_FACTOR * median_cmax, "threshold_text": t("fig_cmax_thr", f=OUTLIER_FACTOR)}, fmt=t.num)
 page.figure(fig, "channel_max", {"channel": list(range(C)), "max_abs": cmax.tolist(),
                                  "outlier": [bool(i in set(outliers.tolist())) for i in range(C)]})
 
@@ -85,7 +85,7 @@ steps = {g: qz.step_size(acts, qz.QuantSpec(bits, g, True, group)) for g in qz.G
 typical = {t(f"gran_{g}"): float(s.median()) for g, s in steps.items()}
 fig = plots.histogram_figure(acts.flatten().numpy(), typical, {
     "title": t("fig_hist_title", bits=bits, where=where), "x": t("fig_hist_x"), "y": t("fig_hist_y"),
-    "values": t("fig_hist_values")})
+    "values": t("fig_hist_values")}, fmt=t.num)
 page.figure(fig, "histogram", {"scale_choice": list(typical), "median_step": list(typical.values())},
             caption=t("fig_hist_caption", bits=bits))
 

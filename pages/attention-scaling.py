@@ -71,7 +71,7 @@ if page.predict("sharp", t("q_sharp", s=scale, s0=spec.attn_scale, h=head, l=lay
     fig = plots.sweep_figure(stats.scales, stats.mean_entropy, stats.mean_max, stats.max_entropy, spec.attn_scale,
                              scale, {"title": t("fig_sweep_title"), "entropy": t("sweep_entropy"), "max": t("sweep_max"),
                                      "uniform": t("sweep_uniform"), "model": t("sweep_model"),
-                                     "chosen": t("sweep_chosen"), "x": t("sweep_x")})
+                                     "chosen": t("sweep_chosen"), "x": t("sweep_x")}, fmt=t.num)
     page.figure(fig, "entropy_vs_scale", {"scale": stats.scales.tolist(),
                                           "mean_row_entropy_bits": stats.mean_entropy.tolist(),
                                           "mean_max_weight": stats.mean_max.tolist()})
@@ -80,7 +80,7 @@ if page.predict("sharp", t("q_sharp", s=scale, s0=spec.attn_scale, h=head, l=lay
 st.subheader(t("var_title"))
 fig = plots.variance_figure(dv.dims, dv.var_raw, dv.var_scaled,
                             {"title": t("fig_var_title", n=dv.n_samples), "ideal": t("var_ideal"),
-                             "raw": t("var_raw"), "scaled": t("var_scaled"), "x": t("var_x"), "y": t("var_y")})
+                             "raw": t("var_raw"), "scaled": t("var_scaled"), "x": t("var_x"), "y": t("var_y")}, fmt=t.num)
 page.figure(fig, "random_dot_variance", {"d": dv.dims.tolist(), "var_dot": dv.var_raw.tolist(),
                                          "var_dot_over_sqrt_d": dv.var_scaled.tolist()})
 st.caption(t("var_caption"))
@@ -110,7 +110,7 @@ if page.predict("next", t("q_next", s=scale, s0=spec.attn_scale, tok=top1_text[i
     scales_all = sw.factors * spec.attn_scale
     fig = plots.model_sweep_figure(scales_all, sw.entropy_bits, sw.kl_from_model,
                                    {"title": t("fig_model_title", L=spec.n_layers), "entropy": t("model_entropy"),
-                                    "kl": t("model_kl"), "x": t("sweep_x")})
+                                    "kl": t("model_kl"), "x": t("sweep_x")}, fmt=t.num)
     page.figure(fig, "model_scale_sweep", {"scale": scales_all.tolist(), "next_token_entropy_bits": sw.entropy_bits.tolist(),
                                            "kl_bits": sw.kl_from_model.tolist(), "top1": top1_text,
                                            "top1_prob": sw.top1_probs.tolist()})

@@ -112,6 +112,7 @@ step = (page.state.number_slider("step", t("step_label"), 1, rec.n_steps, rec.n_
         if rec.n_steps > 1 else 1)
 tree_labels = {k: t(f"tree_{k}") for k in ("title", "x", "y", "winner", "prompt", "after_stop", "hover", "hover_score")}
 tree_labels.update({f"fate_{k}": t(f"fate_{k}") for k in ("kept", "finished", "cut", "pruned")})
+tree_labels.update(hover=lambda **kw: t("tree_hover", **kw), hover_score=lambda **kw: t("tree_hover_score", **kw))
 tree_labels["title"] = t("tree_title", b=num_beams, K=len(rec.candidates) // max(rec.n_steps, 1), s=step, n=rec.n_steps)
 fig = plots.tree_figure(rec, cand_tokens, node_scores, sel.best, sel.stop_step, tree_labels, upto=step - 1)
 page.figure(fig, "beam_tree", {
@@ -170,7 +171,7 @@ if q2:
 st.subheader(t("prob_title"))
 fig = plots.probability_figure([short[i] for i in order], pv.seq_prob[order], pv.exp_score[order],
                                {"title": t("prob_fig_title", a=alpha), "p": t("prob_p"), "q": t("prob_q", a=alpha),
-                                "y": t("prob_y")})
+                                "y": t("prob_y")}, fmt=t.num)
 page.figure(fig, "probability_vs_score", {"hypothesis": [short[i] for i in order],
                                           "sequence_prob": pv.seq_prob[order].tolist(),
                                           "exp_score": pv.exp_score[order].tolist()})

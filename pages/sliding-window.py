@@ -64,7 +64,7 @@ data = {name: [cp.kv_bytes(p, spec, n, bpe) for n in LENGTHS] for name, p in ser
 per_token = 2 * spec.n_kv_heads * spec.head_dim * bpe
 fig = plots.bytes_figure(LENGTHS, data, {"title": t("bytes_title", dtype=str(m.engine.dtype).replace("torch.", ""),
                                                                    per_token=per_token),
-                                         "x": t("bytes_x"), "y": t("bytes_y")})
+                                         "x": t("bytes_x"), "y": t("bytes_y")}, fmt=t.num)
 page.figure(fig, "kv_bytes", {"tokens": list(LENGTHS), **{f"{k} (bytes)": v for k, v in data.items()}})
 mib = {k: v[-1] / 2**20 for k, v in data.items()}
 if w_local:
@@ -103,7 +103,7 @@ if page.predict("fact", t("predict_fact_q", d=far, w=W, answer=ANSWER.strip()), 
                 format_func=lambda o: t(f"predict_fact_{o}")):
     fig = plots.fact_figure(distances, {k: r.prob.tolist() for k, r in results.items()}, p_ctrl, marks,
                             {"title": t("fact_title", answer=ANSWER.strip()), "x": t("fact_x"), "y": t("fact_y"),
-                             "control": t("fact_control")})
+                             "control": t("fact_control")}, fmt=t.num)
     table = {t("fact_table_distance"): list(distances)}
     table.update({t("fact_table_p", name=k): r.prob.tolist() for k, r in results.items()})
     table.update({t("fact_table_rank", name=k): (r.rank + 1).tolist() for k, r in results.items()})
@@ -132,7 +132,7 @@ par_policy = cp.window(PARITY_WINDOW, "local" if w_local else "all")
 par = runtime.cached(policy_checks.eviction_matches_mask)(m.engine, zero_ids[:PARITY_TOKENS], par_policy)
 if w_local:
     ring_ids = (probe.fact_ids + probe.filler_ids)[:w_local + RING_CHUNK]
-    with st.spinner(t("ring_running", n=len(ring_ids), w=w_local)):
+    with st.spinner(t("ring_running", n=len(ring_ids), slots=w_local + RING_CHUNK - 1)):
         ring = runtime.cached(ring_check.ring_matches_dense)(m.engine, ring_ids, RING_CHUNK)
     page.checks(checks.page_checks(zero, par, ring, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t))
 else:

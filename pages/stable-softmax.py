@@ -56,7 +56,7 @@ if revealed:
         L["title"] = t("hist_title_under", d=dtype, v=r.underflow_at, zmax=r.z_max)
     else:
         L["title"] = t("hist_title_ok", d=dtype, v=r.overflow_at, zmax=r.z_max)
-    page.figure(plots.histogram_figure(edges, counts, r.overflow_at, r.underflow_at, r.z_max, L), "logit_histogram",
+    page.figure(plots.histogram_figure(edges, counts, r.overflow_at, r.underflow_at, r.z_max, L, fmt=t.num), "logit_histogram",
                 {"bin_left": edges[:-1].tolist(), "bin_right": edges[1:].tolist(), "count": counts.tolist()})
 
     tp = runtime.cached(ss.top_probs)(logits, scale, offset, dtype)

@@ -53,7 +53,7 @@ q1 = page.predict("nucleus", t("q_nucleus", p=p, tail=tail), BUCKETS, bucket,
                   format_func=lambda b: t("bucket_one") if b[1] == 1 else
                   t("bucket_range", lo=b[0], hi=b[1]) if b[1] else t("bucket_more", lo=b[0] - 1))
 if q1:
-    page.figure(plots.cut_curve_figure(curve, curve_tokens, p, curve.k_kept, L), "cumulative_curve",
+    page.figure(plots.cut_curve_figure(curve, curve_tokens, p, curve.k_kept, L, fmt=t.num), "cumulative_curve",
                 {"rank": list(range(1, len(curve.ids) + 1)), "token": curve_tokens, "token_id": curve.ids.tolist(),
                  "prob": curve.probs.tolist(), "cumulative": curve.cumulative.tolist()})
     st.caption(t("cut_caption", V=curve.vocab, n=curve.nucleus, pm=curve.nucleus_mass, k=curve.k_kept,
@@ -73,23 +73,23 @@ q2 = page.predict("spread", t("q_spread", p=p, n=len(trace.steps)), ("steady", "
                   t("q_spread_why", lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()), r=spread, p=p),
                   format_func=lambda k: t(f"q_spread_{k}"))
 if q2:
-    page.figure(plots.nucleus_steps_figure(labels, trace.nucleus.tolist(), trace.p_mass, k_mass, p, k, L),
+    page.figure(plots.nucleus_steps_figure(labels, trace.nucleus.tolist(), trace.p_mass, k_mass, p, k, L, fmt=t.num),
                 "nucleus_per_step", {"step_token": labels, "top_p_kept": trace.nucleus.tolist(),
                                      "top_p_mass": trace.p_mass.tolist(), "top_k_mass": k_mass.tolist()})
 view_labels = {key: t(f"lbl_{key}") for key in ("model", "final", "rank", "kept", "step", "token",
                                                  "stage_temperature", "stage_top_p")}
 st.markdown(f"**{t('gen_view', T=T, p=p, seed=seed)}**")
-st.html(tokens_html(m.tokenizer, prompt.text[-200:], trace.steps, view_labels))
+st.html(tokens_html(m.tokenizer, prompt.text[-200:], trace.steps, view_labels, fmt=t.num))
 st.caption(t("gen_caption"))
 with st.expander(t("gen_table")):
-    st.dataframe(steps_table(m.tokenizer, trace.steps, view_labels), hide_index=True)
+    st.dataframe(steps_table(m.tokenizer, trace.steps, view_labels, fmt=t.num), hide_index=True)
 
 # ---- top-k vs top-p on the same distribution; stage order -----------------------------------
 sets = runtime.cached(tkp.kept_sets)(logits, T, k, p)
 set_tokens = token_texts(m.tokenizer, sets.ids)
 L = {k_: t(f"sets_{k_}") for k_ in ("both", "only_k", "only_p", "neither", "x", "y")}
 L["title"] = t("sets_title", both=sets.both, ok=sets.only_k, op=sets.only_p)
-page.figure(plots.kept_sets_figure(sets, set_tokens, L), "kept_sets",
+page.figure(plots.kept_sets_figure(sets, set_tokens, L, fmt=t.num), "kept_sets",
             {"rank": list(range(1, len(sets.ids) + 1)), "token": set_tokens, "prob": sets.probs.tolist(),
              "top_k_keeps": sets.in_k.tolist(), "top_p_keeps": sets.in_p.tolist()})
 
@@ -97,7 +97,7 @@ effect = runtime.cached(tkp.order_effect)(logits, p, ORDER_TEMPS)               
 at_T = runtime.cached(tkp.order_effect)(logits, p, (T,))                           # your T
 L = {k_: t(f"order_{k_}") for k_ in ("t_first", "t_after", "x", "y")}
 L["title"] = t("order_title", p=p)
-page.figure(plots.order_figure(effect, T, L), "stage_order",
+page.figure(plots.order_figure(effect, T, L, fmt=t.num), "stage_order",
             {"T": effect.temperatures.tolist(), "kept_T_before_top_p": effect.t_first.tolist(),
              "kept_T_after_top_p": effect.t_after.tolist()})
 st.caption(t("order_caption", T=T, a=int(at_T.t_first[0]), b=int(at_T.t_after[0])))

@@ -58,9 +58,9 @@ def _power(m: int, k: int) -> str:
 
 def decade_ticks(values, fmt=format) -> tuple[list[float], list[str]]:
     """(tick values, tick labels) for a log axis over `values`: the powers of ten covering
-    them when they span two decades or more (every decade, or every 2nd, 5th, ... so that at
-    most MAX_DECADE_TICKS remain); when they span less, round values m * 10^k with m from the
-    first of ROUND_STEPS that gives three ticks inside the data. Labels are written in full
+    them when they span two decades or more and three powers of ten lie among them (every
+    decade, or every 2nd, 5th, ... so that at most MAX_DECADE_TICKS remain); otherwise round
+    values m * 10^k with m from the first of ROUND_STEPS that gives three ticks inside the data. Labels are written in full
     (`fmt(x, spec)`, the page's number writer) while every decade lies in FULL_DECADES, else
     as powers (10⁻⁶), never SI suffixes. No positive value: no ticks."""
     vals = _positive(values)
@@ -68,7 +68,8 @@ def decade_ticks(values, fmt=format) -> tuple[list[float], list[str]]:
         return [], []
     lo, hi = min(vals), max(vals)
     k0, k1 = math.floor(math.log10(lo) + 1e-9), math.ceil(math.log10(hi) - 1e-9)
-    if math.log10(hi / lo) >= 2 - 1e-9:
+    inside = [k for k in range(k0, k1 + 1) if lo * (1 - 1e-9) <= 10.0 ** k <= hi * (1 + 1e-9)]
+    if math.log10(hi / lo) >= 2 - 1e-9 and len(inside) >= 3:
         for step in (1, 2, 3, 5, 10, 20, 50, 100):
             start, stop = k0 // step * step, -(-k1 // step) * step        # multiples of step around the data
             if (stop - start) // step + 1 <= MAX_DECADE_TICKS:

@@ -67,3 +67,8 @@ def test_subplot_axis_and_nothing_to_tick():
     assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type is None
     decade_axis(fig, "y", [0, float("nan")], row=2, col=1)                # no positive value: log, no ticks
     assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis2.tickvals is None
+
+
+def test_two_decades_with_only_two_powers_inside_get_round_values():
+    vals, text = decade_ticks([0.0017, 0.2])                              # 10^-2 and 10^-1 only
+    assert text == ["0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "0.2"]

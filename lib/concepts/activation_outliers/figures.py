@@ -4,31 +4,36 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from lib.concepts.plot_marks import decade_axis
+
 LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")   # under the plot, never under the title
 
 
-def channel_max_figure(cmax: np.ndarray, outliers: np.ndarray, labels: dict) -> go.Figure:
-    """One bar per channel: max |x| over the tokens; outlier channels in red (log y)."""
+def channel_max_figure(cmax: np.ndarray, outliers: np.ndarray, labels: dict, fmt=format) -> go.Figure:
+    """One bar per channel: max |x| over the tokens; outlier channels in red (log y, decades
+    written by `fmt(value, spec)`, the page language's number writer)."""
     colors = np.where(np.isin(np.arange(len(cmax)), outliers), "#d62728", "#1f77b4")
     fig = go.Figure(go.Bar(x=np.arange(len(cmax)), y=cmax, marker_color=colors, marker_line_width=0,
                            hovertemplate=labels["hover"] + "<extra></extra>"))
     fig.add_hline(y=labels["threshold"], line_dash="dot", line_color="grey",
                   annotation_text=labels["threshold_text"], annotation_position="top left")
-    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"],
-                      yaxis_type="log", height=360, bargap=0)
+    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"], height=360, bargap=0)
+    decade_axis(fig, "y", [cmax, labels["threshold"]], fmt)
     return fig
 
 
-def histogram_figure(values: np.ndarray, steps: dict[str, float], labels: dict) -> go.Figure:
-    """Histogram of the activation values (log count) with each scale choice's step marked."""
+def histogram_figure(values: np.ndarray, steps: dict[str, float], labels: dict, fmt=format) -> go.Figure:
+    """Histogram of the activation values (log count: decades from 1 to the number of values,
+    written by `fmt(value, spec)`) with each scale choice's step marked."""
     fig = go.Figure(go.Histogram(x=values, nbinsx=200, marker_color="#1f77b4", name=labels["values"]))
     colors = ["#d62728", "#ff7f0e", "#2ca02c", "#9467bd"]
     for (name, step), c in zip(steps.items(), colors):
         for sgn in (-1, 1):
             fig.add_vline(x=sgn * step, line_dash="dash", line_color=c)
         fig.add_scatter(x=[None], y=[None], mode="lines", line=dict(color=c, dash="dash"), name=name)
-    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"],
-                      yaxis_type="log", height=420, legend=LEGEND)
+    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], yaxis_title=labels["y"], height=420, legend=LEGEND)
+    fig.update_xaxes(exponentformat="none", separatethousands=True)     # 2,000 / 2.000, not SI "2k"
+    decade_axis(fig, "y", [1, len(values)], fmt)
     return fig
 
 
@@ -62,6 +67,6 @@ def effect_figure(names: list[str], kl: list[float], ppl: list[float], ppl_ref: 
     fig.add_scatter(x=names, y=[ppl_ref] * len(names), name=labels["ppl_ref"], mode="lines",
                     line=dict(color="#d62728", dash="dot"), secondary_y=True)
     fig.update_yaxes(title_text=labels["kl"], rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title_text=labels["ppl"], secondary_y=True)
+    fig.update_yaxes(title_text=labels["ppl"], secondary_y=True, tickmode="auto", showgrid=False)   # round ticks of its own
     fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig

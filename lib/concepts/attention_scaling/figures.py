@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lib.concepts.plot_marks import log_x_vline
+from lib.concepts.plot_marks import decade_axis, log_x_vline
 
 LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # under the plot, never under the title
 MAX_TICK_TOKENS = 24
@@ -34,15 +34,17 @@ def heatmaps(probs_a: np.ndarray, probs_b: np.ndarray, tokens: list[str], titles
 
 
 def sweep_figure(scales, entropy, max_w, uniform: float, model_scale: float, chosen: float,
-                 labels: dict[str, str]) -> go.Figure:
-    """Mean row entropy (bits) and mean max weight of one head against the scale (log axis)."""
+                 labels: dict[str, str], fmt=format) -> go.Figure:
+    """Mean row entropy (bits) and mean max weight of one head against the scale (log axis,
+    decades written by `fmt(value, spec)`, the page language's number writer)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_scatter(x=scales, y=entropy, name=labels["entropy"], mode="lines+markers")
     fig.add_scatter(x=scales, y=max_w, name=labels["max"], mode="lines+markers", secondary_y=True)
     fig.add_hline(y=uniform, line_dash="dot", line_color="grey", annotation_text=labels["uniform"])
     log_x_vline(fig, model_scale, labels["model"], line_dash="dash", line_color="green")
     log_x_vline(fig, chosen, labels["chosen"], bottom=True, line_dash="dot", line_color="red")
-    fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
+    fig.update_xaxes(title_text=labels["x"])
+    decade_axis(fig, "x", scales, fmt)
     fig.update_yaxes(title_text=labels["entropy"], secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text=labels["max"], secondary_y=True, range=[0, 1.02], tickmode="linear", tick0=0,
                      dtick=0.2, showgrid=False)
@@ -50,14 +52,17 @@ def sweep_figure(scales, entropy, max_w, uniform: float, model_scale: float, cho
     return fig
 
 
-def variance_figure(dims, var_raw, var_scaled, labels: dict[str, str]) -> go.Figure:
-    """Var(q.k) and Var(q.k / sqrt(d)) of random vectors against d (log-log), with y = d."""
+def variance_figure(dims, var_raw, var_scaled, labels: dict[str, str], fmt=format) -> go.Figure:
+    """Var(q.k) and Var(q.k / sqrt(d)) of random vectors against d (log-log), with y = d
+    (decades written by `fmt(value, spec)`)."""
     fig = go.Figure()
     fig.add_scatter(x=dims, y=dims, name=labels["ideal"], mode="lines", line=dict(dash="dot", color="grey"))
     fig.add_scatter(x=dims, y=var_raw, name=labels["raw"], mode="markers+lines")
     fig.add_scatter(x=dims, y=var_scaled, name=labels["scaled"], mode="markers+lines")
-    fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
-    fig.update_yaxes(type="log", dtick=1, title_text=labels["y"])
+    fig.update_xaxes(title_text=labels["x"])
+    fig.update_yaxes(title_text=labels["y"])
+    decade_axis(fig, "x", dims, fmt)
+    decade_axis(fig, "y", [dims, var_raw, var_scaled], fmt)
     fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig
 
@@ -73,12 +78,14 @@ def next_token_figure(tokens: list[str], names: list[str], top_probs, labels: di
     return fig
 
 
-def model_sweep_figure(factors, entropy, kl, labels: dict[str, str]) -> go.Figure:
-    """Next-token entropy and KL from the real model against the attention-scale multiplier."""
+def model_sweep_figure(factors, entropy, kl, labels: dict[str, str], fmt=format) -> go.Figure:
+    """Next-token entropy and KL from the real model against the attention scale (log x axis,
+    decades or round values written by `fmt(value, spec)`)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_scatter(x=factors, y=entropy, name=labels["entropy"], mode="lines+markers")
     fig.add_scatter(x=factors, y=kl, name=labels["kl"], mode="lines+markers", secondary_y=True)
-    fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
+    fig.update_xaxes(title_text=labels["x"])
+    decade_axis(fig, "x", factors, fmt)
     fig.update_yaxes(title_text=labels["entropy"], secondary_y=False)
     fig.update_yaxes(title_text=labels["kl"], secondary_y=True, rangemode="tozero", tickmode="auto", showgrid=False)
     fig.update_layout(title=labels["title"], height=420, legend=LEGEND)

@@ -5,6 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lib.concepts.beam_search.beam_search import FINISHED, KEPT, BeamRecord
+from lib.concepts.plot_marks import decade_axis
 
 COLORS = {KEPT: "#1f77b4", FINISHED: "#2ca02c", "cut": "#ff7f0e", "pruned": "#b0b0b0", "win": "#d62728"}
 
@@ -17,13 +18,21 @@ def winner_path(record: BeamRecord, hyp_index: int) -> set[int]:
     return path
 
 
+def _say(text, **fields) -> str:
+    """A label filled with `fields`: a callable (the page's t(key, ...)) or a format string."""
+    return text(**fields) if callable(text) else text.format(**fields)
+
+
 def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, float], winner: int,
                 stop_step: int, labels: dict[str, str], upto: int | None = None) -> go.Figure:
     """Beam tree: x = generated token number, y = the candidate's rank by Σ log p at its step
     (best on top). Kept beams blue, finished hypotheses green (orange if cut at
     max_new_tokens), pruned grey; the winner's path red. `scores` maps candidate index ->
     normalized score for finished ones (hover). `upto` (0-based step): draw only the steps up to
-    it (the step-through); the winner's path is drawn only once the whole search is shown."""
+    it (the step-through); the winner's path is drawn only once the whole search is shown.
+    `labels["hover"]` / `labels["hover_score"]`: a text with {tok} {n} {lp} {cum} {fate} {rank} /
+    {score} fields, or a callable taking them as keywords (the page's `t(key, **fields)`, so
+    the numbers are written in the page's language)."""
     y = np.array([-float(c.rank) for c in record.candidates])   # root (the prompt) at y = 0
     last = record.n_steps - 1 if upto is None else min(upto, record.n_steps - 1)
     win = winner_path(record, winner) if last == record.n_steps - 1 else set()
@@ -56,10 +65,10 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
         cs = [record.candidates[i] for i in idx]
         hover = []
         for i, c in zip(idx, cs):
-            h = labels["hover"].format(tok=token_texts[i], n=c.step + 1, lp=c.logprob, cum=c.cum_logprob,
-                                       fate=labels[f"fate_{key}"], rank=c.rank + 1)
+            h = _say(labels["hover"], tok=token_texts[i], n=c.step + 1, lp=c.logprob, cum=c.cum_logprob,
+                     fate=labels[f"fate_{key}"], rank=c.rank + 1)
             if i in scores:
-                h += "<br>" + labels["hover_score"].format(score=scores[i])
+                h += "<br>" + _say(labels["hover_score"], score=scores[i])
             hover.append(h)
         st = style[key]
         fig.add_scatter(
@@ -108,20 +117,23 @@ def score_vs_alpha_figure(alphas, lines: np.ndarray, names: list[str], winners: 
     fig.add_vline(x=alpha_now, line_color=COLORS["win"], line_width=2,
                   annotation_text=labels["now"].format(a=fmt(alpha_now, "g")), annotation_position="top left")
     fig.update_xaxes(title_text=labels["x"])
-    fig.update_yaxes(title_text=labels["y"], type="log", autorange="reversed")
+    fig.update_yaxes(title_text=labels["y"], autorange="reversed")
+    decade_axis(fig, "y", [-lines[h] for h in show], fmt)
     fig.update_layout(title=labels["title"], height=520,
                       legend=dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left"))
     return fig
 
 
-def probability_figure(names: list[str], seq_prob, exp_score, labels: dict[str, str]) -> go.Figure:
-    """Sequence probability e^S next to e^score for each hypothesis (log scale)."""
+def probability_figure(names: list[str], seq_prob, exp_score, labels: dict[str, str], fmt=format) -> go.Figure:
+    """Sequence probability e^S next to e^score for each hypothesis (log scale: decades written
+    by `fmt(value, spec)`, the page language's number writer)."""
     fig = go.Figure()
     fig.add_bar(x=names, y=seq_prob, name=labels["p"], marker_color="#1f77b4",
                 hovertemplate="%{x}<br>%{y:.3e}<extra></extra>")
     fig.add_bar(x=names, y=exp_score, name=labels["q"], marker_color="#ff7f0e",
                 hovertemplate="%{x}<br>%{y:.3e}<extra></extra>")
-    fig.update_yaxes(type="log", title_text=labels["y"])
-    fig.update_layout(title=labels["title"], barmode="group", height=420,
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    fig.update_yaxes(title_text=labels["y"])
+    decade_axis(fig, "y", [seq_prob, exp_score], fmt)
+    fig.update_layout(title=labels["title"], barmode="group", height=460,    # legend at the right: never under
+                      legend=dict(orientation="v", y=1, yanchor="top", x=1.02, xanchor="left"))  # the title or the long names
     return fig

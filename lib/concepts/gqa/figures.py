@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from lib.concepts.attention_scaling.figures import token_ticks
+from lib.concepts.plot_marks import decade_axis
 
 LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # below the axis title
 
@@ -51,6 +52,7 @@ def cache_bytes_figure(contexts, series: dict[str, list[float]], own: str, label
                         text=[fmt(y, ",.1f") for y in ys],
                         hovertemplate=labels["hover"] + "<extra>" + name + "</extra>")
     fig.update_xaxes(type="log", title_text=labels["x"], tickvals=list(contexts), ticktext=[fmt(c, ",") for c in contexts])
-    fig.update_yaxes(type="log", dtick=1, title_text=labels["y"])
+    fig.update_yaxes(title_text=labels["y"])
+    decade_axis(fig, "y", list(series.values()), fmt)
     fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
     return fig

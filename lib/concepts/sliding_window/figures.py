@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lib.concepts.plot_marks import log_y_hline
+from lib.concepts.plot_marks import decade_axis, log_y_hline
 
 LEGEND = dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left")  # below the plot: titles stay readable
 
@@ -25,21 +25,26 @@ def visibility_figure(maps: dict[str, np.ndarray], layer_names: list[str], label
     return fig
 
 
-def bytes_figure(lengths, series: dict[str, list[int]], labels: dict[str, str]) -> go.Figure:
-    """KV-cache size against context length, log-log."""
+def bytes_figure(lengths, series: dict[str, list[int]], labels: dict[str, str], fmt=format) -> go.Figure:
+    """KV-cache size against context length, log-log (both axes label decades, written by
+    `fmt(value, spec)`, the page language's number writer)."""
     fig = go.Figure()
-    for name, ys in series.items():
-        fig.add_scatter(x=list(lengths), y=[y / 2**20 for y in ys], name=name, mode="lines+markers",
-                        hovertemplate="%{x:,} tokens: %{y:,.2f} MiB<extra>" + name + "</extra>")
-    fig.update_xaxes(type="log", title_text=labels["x"])
-    fig.update_yaxes(type="log", title_text=labels["y"])
+    mib = {name: [y / 2**20 for y in ys] for name, ys in series.items()}
+    for name, ys in mib.items():
+        fig.add_scatter(x=list(lengths), y=ys, name=name, mode="lines+markers",
+                        hovertemplate=labels["x"] + " = %{x:,}: %{y:,.2f} MiB<extra>" + name + "</extra>")
+    fig.update_xaxes(title_text=labels["x"])
+    fig.update_yaxes(title_text=labels["y"])
+    decade_axis(fig, "x", list(lengths), fmt)
+    decade_axis(fig, "y", list(mib.values()), fmt)
     fig.update_layout(title=labels["title"], height=460, legend=LEGEND)
     return fig
 
 
 def fact_figure(distances, series: dict[str, list[float]], control: float, marks: dict[str, int],
-                labels: dict[str, str]) -> go.Figure:
-    """p(answer) against the fact's distance for each layout, with the window edges marked."""
+                labels: dict[str, str], fmt=format) -> go.Figure:
+    """p(answer) against the fact's distance for each layout, with the window edges marked
+    (log p axis: decades written by `fmt(value, spec)`)."""
     fig = go.Figure()
     for name, ys in series.items():
         fig.add_scatter(x=list(distances), y=list(ys), name=name, mode="lines+markers",
@@ -48,6 +53,7 @@ def fact_figure(distances, series: dict[str, list[float]], control: float, marks
     for text, x in marks.items():
         fig.add_vline(x=x, line_dash="dash", line_color="#c44", annotation_text=text, annotation_position="top")
     fig.update_xaxes(title_text=labels["x"])
-    fig.update_yaxes(type="log", title_text=labels["y"])
+    fig.update_yaxes(title_text=labels["y"])
+    decade_axis(fig, "y", [list(series.values()), max(control, 1e-9)], fmt)
     fig.update_layout(title=labels["title"], height=460, legend=LEGEND)
     return fig

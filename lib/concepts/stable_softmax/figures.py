@@ -6,13 +6,16 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
+from lib.concepts.plot_marks import decade_axis
+
 STATUS_COLOUR = {"ok": "#2ca02c", "overflow": "#d62728", "underflow": "#7f7f7f"}
 LEGEND = dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left")  # below: titles are long
 
 
 def histogram_figure(edges, counts, overflow_at: float, underflow_at: float, z_max: float,
-                     L: dict[str, str]) -> go.Figure:
-    """Histogram of the transformed logits with the dtype's overflow / underflow thresholds."""
+                     L: dict[str, str], fmt=format) -> go.Figure:
+    """Histogram of the transformed logits with the dtype's overflow / underflow thresholds
+    (log count axis: decades written by `fmt(value, spec)`, the page language's writer)."""
     centres = (edges[:-1] + edges[1:]) / 2
     fig = go.Figure()
     fig.add_bar(x=centres, y=counts, width=np.diff(edges), name=L["count"], marker_color="#9ecae1",
@@ -28,7 +31,8 @@ def histogram_figure(edges, counts, overflow_at: float, underflow_at: float, z_m
         if lo - 0.05 * (hi - lo) <= x <= hi + 0.05 * (hi - lo):
             fig.add_vline(x=x, line_color=colour, line_dash="dash", annotation_text=text,
                           annotation_position=pos)
-    fig.update_yaxes(type="log", title_text=L["y"])
+    fig.update_yaxes(title_text=L["y"])
+    decade_axis(fig, "y", counts, fmt)
     fig.update_xaxes(title_text=L["x"])
     fig.update_layout(title=L["title"], height=380, showlegend=False, bargap=0)
     return fig
@@ -82,5 +86,5 @@ def sweep_figure(sweep, windows: dict[str, tuple[float, float]], offset: float, 
                   annotation_position="bottom right")
     fig.update_xaxes(title_text=L["x"])
     fig.update_yaxes(categoryorder="array", categoryarray=[row] + names[::-1], title_text=L["y"])
-    fig.update_layout(title=L["title"], height=360, legend=LEGEND, margin=dict(t=60))
+    fig.update_layout(title=L["title"], height=380, legend={**LEGEND, "y": -0.3}, margin=dict(t=60))   # under the axis title
     return fig
