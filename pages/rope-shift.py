@@ -14,7 +14,6 @@ from lib.concepts.rope_shift import figures as plots
 from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 
-DEFAULT_PROMPT = "Alice gave Bob a book because she wanted him to read it before the exam."
 DELTAS = (1, 4, 16, 64, 256, 1024, 4096)          # cache shifts the sweep (and the control) use
 PAIRS = (0, 16, 48, 96, 127)                      # channel pairs drawn in the rotation figure
 
@@ -24,7 +23,7 @@ m = page.model()
 spec = m.spec
 
 left, right = page.controls()
-prompt = page.prompt(default=DEFAULT_PROMPT, max_tokens=64, container=left)
+prompt = page.prompt(default=t("prompt_default"), max_tokens=64, container=left)
 if prompt.n_tokens < 2:
     left.warning(t("too_short"))
     page.finish()
@@ -70,7 +69,7 @@ qi = T - 1
 joint = rope_shift.score_at(raw, head, qi, key, qi + shifts, key + shifts)
 key_only = rope_shift.score_at(raw, head, qi, key, np.full_like(shifts, qi), key + shifts)
 unchanged = float(np.ptp(joint)) <= checks.JOINT_TOL
-if page.predict("joint", t("predict_joint_q", q=tokens[qi], k=tokens[key]), ("same", "changes"),
+if page.predict("joint", t("predict_joint_q", q=tokens[qi], k=tokens[key], hi=int(shifts[-1])), ("same", "changes"),
                 "same" if unchanged else "changes",
                 t("predict_joint_why_same" if unchanged else "predict_joint_why_changes", spread=float(np.ptp(joint)),
                   lo=float(key_only.min()), hi=float(key_only.max())),
