@@ -9,10 +9,13 @@ import streamlit as st  # noqa: E402
 from lib.ui import memo, prewarm  # noqa: E402
 from lib.ui.boot import leave_pages_folder_mode  # noqa: E402
 from lib.ui.i18n import BAD_LANG  # noqa: E402
+from lib.ui.present import presenter_view  # noqa: E402
 
 with prewarm.visitor_running():  # background pre-computation waits while a visitor's script runs
     leave_pages_folder_mode()
-    st.set_page_config(page_title="LLM Inference Lab", page_icon="🧪", layout="wide")
+    # the presenter view gives the projector the whole width: the sidebar starts collapsed
+    st.set_page_config(page_title="LLM Inference Lab", page_icon="🧪", layout="wide",
+                       initial_sidebar_state="collapsed" if presenter_view() else "auto")
 
     from lib.ui import shell  # (after page config)
 

@@ -131,6 +131,11 @@ def model() -> LoadedModel:
         return _load(*good)
 
 
+def model_name(m: LoadedModel) -> str:
+    """The model's display name in the visitor's language (the bundled one's is translated)."""
+    return texts("common")("bundled_model_name") if m.source == BUNDLED else m.name
+
+
 def _arg_key(x):
     """A hashable stand-in for one argument: models by identity of their weights, tensors and
     arrays by their bytes, dataclasses by their fields, callables (progress callbacks) not at

@@ -73,7 +73,7 @@ def model_status() -> None:
     """Load (or fetch) the session's model and say which one is in use."""
     c = texts("common")
     m = runtime.model()
-    st.sidebar.caption(c("loaded_model", name=m.name, device=m.device, seconds=m.load_seconds))
+    st.sidebar.caption(c("loaded_model", name=runtime.model_name(m), device=m.device, seconds=m.load_seconds))
 
 
 def navigation():
@@ -87,4 +87,4 @@ def navigation():
                  for x in CONCEPTS if x.group == g and x.exists]
         if pages:
             sections[c(f"group_{g}")] = pages
-    return st.navigation(sections)
+    return st.navigation(sections, expanded=True)     # every page listed: no "View 13 more"

@@ -81,9 +81,37 @@ class UrlState:
             return self._clamp(name, cast(v), lo, hi)
 
         key = self._init(name, default, parse)
-        value = container.slider(label, lo, hi, key=key, step=step, format=fmt, help=help)
+        comma = not is_int and getattr(self.t, "lang", "en") != "en"
+        self._keep_value_across_widget_kinds(key, "comma" if comma else "plain")
+        if comma:
+            value = self._decimal_comma_slider(key, label, lo, hi, step, fmt, help, container)
+        else:
+            value = container.slider(label, lo, hi, key=key, step=step, format=fmt, help=help)
+        st.session_state[f"{key}.shown"] = ("comma" if comma else "plain", value)
         self._publish(name, value, default, fmt=lambda v: f"{v:g}" if not is_int else str(v))
         return value
+
+    @staticmethod
+    def _keep_value_across_widget_kinds(key: str, kind: str) -> None:
+        """A language switch turns a float slider into a select_slider or back: a different
+        widget, which Streamlit would start at its minimum. Hand it the value shown last run."""
+        shown = st.session_state.get(f"{key}.shown")
+        if shown is not None and shown[0] != kind:
+            st.session_state[key] = shown[1]
+
+    def _decimal_comma_slider(self, key: str, label: str, lo: float, hi: float, step, fmt, help, container):
+        """Streamlit's slider prints its value with a decimal point in every language (printf
+        formats). Where the language writes a decimal comma (Indonesian 0,80), the same slider
+        is a select_slider over the same grid, each value written by `t.num`."""
+        step = step or 0.01                                        # Streamlit's float default
+        grid = [round(lo + i * step, 10) for i in range(round((hi - lo) / step) + 1)]
+        current = st.session_state[key]
+        if current not in grid:                                    # a URL value between steps
+            st.session_state[key] = min(grid, key=lambda g: abs(g - current))
+        digits = int(fmt.split(".")[1][0]) if fmt and "." in fmt else \
+            (0 if float(step).is_integer() else len(repr(float(step)).split(".")[1]))
+        return container.select_slider(label, grid, key=key, help=help,
+                                       format_func=lambda v: self.t.num(v, f".{digits}f"))
 
     def select(self, name: str, label: str, options: Sequence, default, format_func=str,
                help: str | None = None, horizontal: bool = False, radio: bool = False, container=st):

@@ -77,3 +77,16 @@ def test_an_english_default_prompt_says_why_under_indonesian():
     at = open_page("logit-bias", {"lang": "id", "prompt": "Ibu kota Indonesia adalah"})
     assert not at.exception
     assert note not in [c.value for c in at.caption]
+
+
+def test_indonesian_float_sliders_write_decimal_commas_on_the_same_grid():
+    """Streamlit's slider prints 0.85 in every language; under lang=id a float control is a
+    select_slider over the same steps labelled 0,85, and a URL value between steps snaps."""
+    at = open_page("temperature", {"lang": "id", "T": "0.83"})
+    assert not at.exception, [e.value for e in at.exception]
+    s = at.select_slider(key="temperature.T")
+    assert s.value == 0.85
+    assert "0,85" in s.options and "0.85" not in s.options and len(s.options) == 61     # 0..3 by 0.05
+    en = open_page("temperature", {"T": "0.85"})
+    assert not en.exception
+    assert en.slider(key="temperature.T").value == 0.85

@@ -16,6 +16,16 @@ def title_now(page) -> str:
     return page.locator("h1").first.inner_text()
 
 
+def thumbs(page, expect: str | None = None) -> list[str]:
+    """The value labels on the page's sliders (waiting up to 60 s for `expect` among them)."""
+    for _ in range(120):
+        found = page.locator("[data-testid='stSliderThumbValue']").all_inner_texts()
+        if expect is None or expect in found:
+            return found
+        page.wait_for_timeout(500)
+    return found
+
+
 def choose(page, lang_name: str) -> None:
     page.locator("[data-testid='stSidebar'] [data-testid='stRadio'] label", has_text=lang_name).first.click()
     page.wait_for_timeout(500)
@@ -26,13 +36,17 @@ def test_language_round_trip_id_en_id_en(server, browser):  # noqa: F811
     titles = {lang: load_texts(SLUG)[lang]["title"] for lang in ("en", "id")}
     page = browser.new_page(viewport={"width": 1400, "height": 2000})
     try:
-        page.goto(f"{server}/{SLUG}?lang=id", wait_until="domcontentloaded")
+        page.goto(f"{server}/{SLUG}?lang=id&scale=2.5", wait_until="domcontentloaded")
         settle(page)
         assert titles["id"] in title_now(page)
+        assert "2,50" in thumbs(page, "2,50"), thumbs(page)           # Indonesian decimal comma on the slider
         for name, lang in (("English", "en"), ("Bahasa Indonesia", "id"), ("English", "en")):
             choose(page, name)
             assert titles[lang] in title_now(page), (lang, title_now(page))
             assert ("lang=id" in page.url) == (lang == "id"), page.url
+            assert "scale=2.5" in page.url, page.url          # the slider keeps its value across languages
+            want = {"en": "2.50", "id": "2,50"}[lang]
+            assert want in thumbs(page, want), (lang, thumbs(page))
             assert page.locator("[data-testid='stException']").count() == 0
     finally:
         page.close()
