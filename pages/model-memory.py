@@ -76,7 +76,7 @@ types = sorted(gguf["by_type"], key=lambda k: -gguf["by_type"][k]["bytes"])
 tensor_bytes = sum(v["bytes"] for v in gguf["by_type"].values())
 fig = plots.file_figure(types, [gguf["by_type"][k]["bytes"] for k in types], [gguf["by_type"][k]["params"] for k in types],
                         {"title": t("fig_file_title", mb=gguf["file_bytes"] / 1e6), "params": t("params_word"),
-                         "bpw": t("bpw_word")})
+                         "bpw": t("bpw_word")}, fmt=t.num)
 page.figure(fig, "gguf_file", {"type": types, "bytes": [gguf["by_type"][k]["bytes"] for k in types],
                                "params": [gguf["by_type"][k]["params"] for k in types]})
 n_params = ma.parameter_count(s)
@@ -126,7 +126,7 @@ meas = {kind: ([int(c.name.split("_")[-1]) for c in kv_cmp if f"_{kind}_" in c.n
 fig = plots.kv_figure(grid, [ma.kv_cache_bytes(s, n) for n in grid], [ma.kv_cache_bytes(s, n, windowed=True) for n in grid],
                       meas, ctx, {"title": t("fig_kv_title"), "full": t("kv_full"), "window": t("kv_window"),
                                   "meas_full": t("kv_meas_full"), "meas_window": t("kv_meas_window"),
-                                  "x": t("fig_kv_x"), "y": t("fig_kv_y")})
+                                  "x": t("fig_kv_x"), "y": t("fig_kv_y")}, fmt=t.num)
 page.figure(fig, "kv_vs_context", {"step": [c.name for c in kv_cmp], "predicted_bytes": [c.predicted for c in kv_cmp],
                                    "measured_bytes": [c.measured for c in kv_cmp]})
 full_ctx, win_ctx = ma.kv_cache_bytes(s, ctx), ma.kv_cache_bytes(s, ctx, windowed=True)
