@@ -37,7 +37,7 @@ with st.spinner(t("running_real", L=L, c=chunk, n=n_run)):
 a, b = costs.prefill_line()
 labels = {"prefill": t("fig_cost_prefill"), "decode": t("fig_cost_decode"), "prefill_fit": t("fig_cost_prefill_fit"),
           "decode_fit": t("fig_cost_decode_fit"), "title": t("fig_cost_title"), "x": t("fig_cost_x"), "y": t("fig_cost_y")}
-page.figure(plots.costs_figure(costs, labels), "measured_costs",
+page.figure(plots.costs_figure(costs, labels, fmt=t.num), "measured_costs",
             {"kind": ["prefill"] * len(costs.prefill_s) + ["decode"] * len(costs.decode_s),
              "tokens_in_forward": list(costs.prefill_tokens) + list(costs.decode_batch),
              "median_seconds": list(costs.prefill_s) + list(costs.decode_s),

@@ -1,4 +1,5 @@
-"""Log-scale axes: labelled reference lines, and decade ticks a projector can read.
+"""Figures a projector can read: labelled reference lines and decade ticks on log axes, and
+titles that wrap instead of running off the page.
 
 Plotly's `add_vline` / `add_hline(annotation_text=...)` place the label at the line's value in
 the axis's own units, which on a log axis are log10 units: the label of a line at 2 lands at
@@ -7,10 +8,11 @@ the label at log10(value).
 
 `decade_axis` makes an axis log-scale with ticks only at powers of ten (or, over less than two
 decades, at a few round values written in full), never Plotly's minor labels ("2 3 4", "5") or
-SI suffixes ("100µ")."""
+SI suffixes ("100µ"). `wrap_title` breaks a long title onto lines (Plotly never wraps one)."""
 from __future__ import annotations
 
 import math
+import textwrap
 
 import plotly.graph_objects as go
 
@@ -96,3 +98,20 @@ def decade_axis(fig: go.Figure, axis: str, values, fmt=format, **where) -> None:
     update = fig.update_xaxes if axis == "x" else fig.update_yaxes
     ticks = dict(tickmode="array", tickvals=tickvals, ticktext=ticktext) if tickvals else {}
     update(type="log", exponentformat="power", **ticks, **where)
+
+
+# ---- titles ------------------------------------------------------------------------------------------
+TITLE_CHARS = 90        # about one line of a figure's bold title in the content column at 1,280 px
+
+
+def wrap_title(fig: go.Figure, chars: int = TITLE_CHARS) -> int:
+    """Break the title of `fig` onto lines of at most `chars` characters at spaces (a title
+    already holding <br> or other markup is left as it is). Returns its number of lines, so
+    the caller can give it room (0: no title)."""
+    text = fig.layout.title.text
+    if not text:
+        return 0
+    if "<" not in text and len(text) > chars:
+        text = "<br>".join(textwrap.wrap(text, chars))
+        fig.update_layout(title_text=text)
+    return text.count("<br>") + 1

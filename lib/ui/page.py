@@ -27,6 +27,7 @@ import time
 import streamlit as st
 
 from lib.ui import runtime
+from lib.concepts import plot_marks
 from lib.concepts.check_result import CheckResult
 from lib.concepts.catalog import Concept, by_slug
 from lib.model.tokens import EmptyPrompt, Prompt, encode_prompt
@@ -128,7 +129,8 @@ class ConceptPage:
     def figure(self, fig, name: str, data: dict[str, list] | None = None, caption: str | None = None):
         """Show a Plotly figure with its HTML/CSV downloads."""
         self._n_fig += 1
-        fig.update_layout(margin=dict(l=10, r=10, t=50, b=10), separators=SEPARATORS[self.t.lang])
+        lines = plot_marks.wrap_title(fig, 70 if self.present else plot_marks.TITLE_CHARS)   # long titles wrap
+        fig.update_layout(margin=dict(l=10, r=10, t=30 + 20 * max(lines, 1), b=10), separators=SEPARATORS[self.t.lang])
         if self.present:
             fig.update_layout(font=dict(size=20))
         st.plotly_chart(fig, width="stretch", key=f"{self.slug}.fig{self._n_fig}",

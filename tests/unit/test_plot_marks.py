@@ -72,3 +72,14 @@ def test_subplot_axis_and_nothing_to_tick():
 def test_two_decades_with_only_two_powers_inside_get_round_values():
     vals, text = decade_ticks([0.0017, 0.2])                              # 10^-2 and 10^-1 only
     assert text == ["0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "0.2"]
+
+
+def test_long_titles_wrap_short_and_marked_up_ones_stay():
+    from lib.concepts.plot_marks import wrap_title
+    long = "word " * 40
+    fig = go.Figure(layout=dict(title=long.strip()))
+    lines = wrap_title(fig, 60)
+    assert lines >= 3 and all(len(line) <= 60 for line in fig.layout.title.text.split("<br>"))
+    fig = go.Figure(layout=dict(title="<b>bold</b> " + long))
+    assert wrap_title(fig, 60) == 1 and "<br>" not in fig.layout.title.text
+    assert wrap_title(go.Figure(layout=dict(title="short")), 60) == 1 and wrap_title(go.Figure()) == 0

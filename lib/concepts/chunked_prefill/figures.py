@@ -4,14 +4,16 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lib.concepts.plot_marks import decade_axis
+
 DECODE, PREFILL = "#4C78A8", "#E45756"
 
 
-def costs_figure(costs, labels: dict[str, str]) -> go.Figure:
+def costs_figure(costs, labels: dict[str, str], fmt=format) -> go.Figure:
     """Measured forward times against the number of new tokens in the forward: prefill of n
     prompt tokens (red) and one decode step of a batch of b sequences (blue, b tokens), with
     what the simulation uses: the straight line fitted to the prefills, the decode medians
-    joined point to point."""
+    joined point to point. The log x axis labels decades written by `fmt(value, spec)`."""
     fig = go.Figure()
     xp = list(costs.prefill_tokens)
     fig.add_scatter(x=xp, y=[s * 1000 for s in costs.prefill_s], mode="markers", name=labels["prefill"],
@@ -23,7 +25,9 @@ def costs_figure(costs, labels: dict[str, str]) -> go.Figure:
                     marker=dict(color=DECODE, size=9, symbol="diamond"))
     fig.add_scatter(x=xd, y=[costs.decode(b) * 1000 for b in xd], mode="lines", name=labels["decode_fit"],
                     line=dict(color=DECODE, dash="dot"))
-    fig.update_xaxes(type="log", dtick=1, title_text=labels["x"])
+    fig.update_xaxes(title_text=labels["x"])
+    decade_axis(fig, "x", [xp, xd], fmt)
+    fig.update_yaxes(separatethousands=True)                  # 1,200 ms / 1.200 ms, not 1200
     fig.update_layout(title=labels["title"], yaxis_title=labels["y"], height=420,
                       legend=dict(orientation="h", y=-0.2, yanchor="top", x=0, xanchor="left"))
     return fig

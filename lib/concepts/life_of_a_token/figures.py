@@ -6,6 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lib.concepts.plot_marks import decade_axis
+
 LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
 
 
@@ -54,10 +56,8 @@ def updates_figure(layer_names: list[str], attn: list[float], mlp: list[float], 
     fig.add_bar(x=layer_names, y=attn, name=labels["attn"], marker_color="#1f4e9e")
     fig.add_bar(x=layer_names, y=mlp, name=labels["mlp"], marker_color="#e0701b")
     fig.add_scatter(x=layer_names, y=resid, name=labels["resid"], mode="lines+markers", line=dict(color="#444"))
-    lo, hi = np.log10(max(min(attn + mlp + resid), 1e-3)), np.log10(max(attn + mlp + resid))
-    ticks = [10.0 ** e for e in range(int(np.floor(lo)), int(np.ceil(hi)) + 1)]
-    fig.update_yaxes(type="log", title_text=labels["y"], tickvals=ticks,
-                     ticktext=[labels["fmt"](t, ",.0f") if t >= 1 else labels["fmt"](t, "g") for t in ticks])
+    fig.update_yaxes(title_text=labels["y"])
+    decade_axis(fig, "y", [max(v, 1e-3) for v in attn + mlp + resid], labels["fmt"])
     fig.update_layout(title=labels["title"], barmode="group", height=420,
                       legend=dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left"))
     fig.update_xaxes(type="category")

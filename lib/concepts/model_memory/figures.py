@@ -10,7 +10,6 @@ from lib.concepts.plot_marks import decade_axis
 MB = 1e6
 LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")
 BAR_LABEL_CHARS = 22    # long bar names wrap onto lines of this width instead of turning sideways
-TITLE_CHARS = 90        # a title longer than this runs off a 1,280 px page: it wraps instead
 
 
 def wrap_label(text: str, width: int = BAR_LABEL_CHARS) -> str:
@@ -43,8 +42,7 @@ def stack_figure(bars: list[str], parts: list[tuple[str, list[float]]], line: fl
         fig.add_hline(y=line / MB, line_dash="dash", line_color="#d62728", annotation_text=labels["line"],
                       annotation_position="top left")
     fig.update_xaxes(tickangle=0)
-    fig.update_layout(title=wrap_label(labels["title"], TITLE_CHARS), barmode="stack", yaxis_title="MB", height=500,
-                      legend=LEGEND)
+    fig.update_layout(title=labels["title"], barmode="stack", yaxis_title="MB", height=500, legend=LEGEND)
     return fig
 
 

@@ -57,14 +57,15 @@ def block_figure(positions: list[str], p: list[float], q: list[float], accept: l
 def speed_figure(curve_x: list[int], curves: dict[str, list[float]], point_x: list[int],
                  points: dict[str, list[float]], labels: dict[str, str], y_ref: float | None = 1.0,
                  errors: dict[str, list[tuple[float, float]]] | None = None, fmt=format) -> go.Figure:
-    """Formula curves evaluated at every gamma in `curve_x` (lines join computed values only),
-    and measured values at the gammas really run (`point_x`): markers only, never joined, with
-    (low, high) error bars where `errors` gives them."""
+    """Formula curves evaluated at every (integer) gamma in `curve_x`: small markers joined by a
+    thin dotted line, so they read as computed points, not as a measured curve; and measured
+    values at the gammas really run (`point_x`): large markers only, never joined, with (low,
+    high) error bars where `errors` gives them. Hover numbers written by `fmt(value, spec)`."""
     fig = go.Figure()
     palette = ["#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#fd8d3c"]
     for i, (name, ys) in enumerate(curves.items()):
-        fig.add_scatter(x=curve_x, y=ys, mode="lines+markers", name=name, marker=dict(size=5),
-                        line=dict(color=palette[i % len(palette)], dash="solid"),
+        fig.add_scatter(x=curve_x, y=ys, mode="lines+markers", name=name, marker=dict(size=6),
+                        line=dict(color=palette[i % len(palette)], dash="dot", width=1.5, shape="linear"),
                         text=[fmt(y, ".2f") for y in ys], hovertemplate="γ = %{x}: %{text}<extra>" + name + "</extra>")
     symbols = ["circle", "diamond", "square", "triangle-up"]
     for i, (name, ys) in enumerate(points.items()):
