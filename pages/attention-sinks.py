@@ -122,7 +122,8 @@ if rw is not None and rs is not None:
                         t("predict_sinks_why", pw=pw_, ps=ps_, r=W - 4), format_func=lambda o: t(f"predict_sinks_{o}"))
 if show:
     fig = plots.curves_figure({k: (r.positions, streaming_eval.running_perplexity(r.nll)) for k, r in results.items()},
-                              W, {"title": t("ppl_title"), "x": t("curve_x"), "y": t("ppl_y"), "window": t("curve_window")})
+                              W, {"title": t("ppl_title"), "x": t("curve_x"), "y": t("ppl_y"), "window": t("curve_window")},
+                              fmt=t.num)
     page.figure(fig, "running_perplexity", {"position": list(range(N - 1)),
                                             **{k: streaming_eval.running_perplexity(r.nll).tolist() for k, r in full.items()}})
 ROLL = 32

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from lib.concepts.plot_marks import decade_axis
+
 LEGEND = dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left")  # below the plot: titles stay readable
 
 
@@ -34,15 +36,19 @@ def position_figure(mass: np.ndarray, uniform: np.ndarray, layer_names: list[str
 
 
 def curves_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], window: int, labels: dict[str, str],
-                  log_y: bool = True) -> go.Figure:
-    """One line per policy: (x positions, y values)."""
+                  log_y: bool = True, fmt=format) -> go.Figure:
+    """One line per policy: (x positions, y values); a log y axis labels decades (or round
+    values) written by `fmt(value, spec)`, the page language's number writer."""
     fig = go.Figure()
     for name, (x, y) in series.items():
         fig.add_scatter(x=x, y=y, name=name, mode="lines",
                         hovertemplate="t = %{x}: %{y:.3f}<extra>" + name + "</extra>")
     fig.add_vline(x=window, line_dash="dash", line_color="#c44", annotation_text=labels["window"],
-                  annotation_position="top left")
-    fig.update_xaxes(title_text=labels["x"])
-    fig.update_yaxes(title_text=labels["y"], type="log" if log_y else "linear")
+                  annotation_position="top right")
+    last = max((float(np.max(x)) for x, _ in series.values() if len(x)), default=window)
+    fig.update_xaxes(title_text=labels["x"], range=[0, max(last, window)])     # positions start at 0
+    fig.update_yaxes(title_text=labels["y"])
+    if log_y:
+        decade_axis(fig, "y", [y for _, y in series.values()], fmt)
     fig.update_layout(title=labels["title"], height=480, legend=LEGEND)
     return fig
