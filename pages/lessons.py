@@ -8,6 +8,7 @@ import streamlit as st
 
 from lib.concepts.lessons.catalog import BY_ID, LESSONS
 from lib.ui import lessons as ui
+from lib.ui import runtime
 from lib.ui.glossary import page_title
 from lib.ui.page import ConceptPage
 
@@ -30,7 +31,7 @@ if not page.present:                     # on a projector the current step comes
             st.markdown(f"**{lesson.icon} {t(f'lesson_{lesson.id}_title')}**")
             st.caption(f"⏱️ {t('minutes_fmt', m=lesson.minutes)} · {t('steps_fmt', n=len(lesson.steps))}")
             st.markdown(t(f"lesson_{lesson.id}_summary"))
-            st.markdown("\n".join(f"{n}. {page_title(s.slug, lang)}" for n, s in enumerate(lesson.steps, 1)))
+            st.markdown("\n".join(f"{n}. {ui.step_title(t, lesson, n)}" for n in range(1, len(lesson.steps) + 1)))
 
 lesson_id = page.state.select(ui.LESSON_PARAM, t("lesson_label"), tuple(BY_ID), LESSONS[0].id,
                               format_func=lambda i: f"{BY_ID[i].icon} {t(f'lesson_{i}_title')} "
@@ -56,7 +57,7 @@ base = (st.context.url or "").split("/lessons")[0].rstrip("/")     # this server
 
 # ---- the step -----------------------------------------------------------------------------
 with st.container(border=True, key="lesson-step"):
-    st.subheader(t("step_header", n=n, total=total, page=title))
+    st.subheader(t("step_header", n=n, total=total, title=ui.step_title(t, lesson, n)))
     st.markdown(f"**❓ {t('question')}**  \n{t(f'{lesson.id}_{n}_q')}")
     st.link_button(t("open_page", page=title), ui.step_url(step, lang), type="primary", icon="🔗")
     st.caption(t("open_caption"))
@@ -70,9 +71,9 @@ with st.container(border=True, key="lesson-step"):
 
 st.subheader(t("path_title"))
 st.markdown("\n".join(
-    f"{i}. {'**' if i == n else ''}[{page_title(s.slug, lang)}]({ui.lesson_url(lesson.id, i, lang)})"
+    f"{i}. {'**' if i == n else ''}[{ui.step_title(t, lesson, i)}]({ui.lesson_url(lesson.id, i, lang)})"
     f"{'** ◀' if i == n else ''} — {t(f'{lesson.id}_{i}_q')}"
-    for i, s in enumerate(lesson.steps, 1)))
+    for i in range(1, total + 1)))
 
 # ---- worksheet and answer key (the key is computed only when asked for) -------------------
 if not page.present:
@@ -87,14 +88,14 @@ if not page.present:
         bar = st.progress(0.0)
 
         def progress(i, s):
-            bar.progress(i / total, text=t("computing", n=i + 1, total=total, page=page_title(s.slug, lang)))
+            bar.progress(i / total, text=t("computing", n=i + 1, total=total, title=ui.step_title(t, lesson, i + 1)))
 
         key, seconds = ui.answer_key(lesson, lang, progress)
         bar.empty()
         m = page.model()
-        st.success(t("key_done", model=m.name, s=seconds))
+        st.success(t("key_done", model=runtime.model_name(m), s=seconds))
         for i, values in enumerate(key, 1):
-            st.markdown(f"**{i}. {page_title(lesson.steps[i - 1].slug, lang)}** — {ui.answer_text(t, lesson, i, values)}")
-        st.download_button(t("download_key"), ui.worksheet(t, lesson, base, key, m.name),
+            st.markdown(f"**{i}. {ui.step_title(t, lesson, i)}** — {ui.answer_text(t, lesson, i, values)}")
+        st.download_button(t("download_key"), ui.worksheet(t, lesson, base, key, runtime.model_name(m)),
                            f"lesson-{lesson.id}-{lang}-answer-key.md", "text/markdown", icon="🔑", key="key-download")
 page.finish()

@@ -25,7 +25,7 @@ t = page.t
 m = page.model()
 s = m.spec
 if m.source != BUNDLED:   # the file, the probes and the calculator are about the bundled model
-    st.warning(t("bundled_only", name=m.name))
+    st.warning(t("bundled_only", name=runtime.model_name(m)))
     page.finish()
     st.stop()
 
@@ -107,12 +107,12 @@ page.figure(fig, "runtime_memory", {"component": [p[0] for p in parts], "measure
                                     "predicted_bytes": [p[2] for p in parts]}, caption=t("fig_run_caption"))
 rows = [{t("col_component"): name, t("col_measured"): t.num(meas / 1e6, ",.1f") if meas is not None else "—",
          t("col_predicted"): t.num(pred / 1e6, ",.1f") if pred is not None else t("measured_only"),
-         t("col_error"): t.num(100 * abs(meas - pred) / pred, ".1f") + " %" if pred and meas is not None else "—"}
+         t("col_error"): t.num(100 * abs(meas - pred) / pred, ".1f") + "%" if pred and meas is not None else "—"}
         for name, meas, pred in parts]
 if w_probe is not None:
     b16, p16 = w_probe.steps["weights"]["bfloat16"], ma.weight_bytes(s, "bfloat16")
     rows.append({t("col_component"): t("c_bf16"), t("col_measured"): t.num(b16 / 1e6, ",.1f"),
-                 t("col_predicted"): t.num(p16 / 1e6, ",.1f"), t("col_error"): t.num(100 * abs(b16 - p16) / p16, ".1f") + " %"})
+                 t("col_predicted"): t.num(p16 / 1e6, ",.1f"), t("col_error"): t.num(100 * abs(b16 - p16) / p16, ".1f") + "%"})
 st.dataframe(rows, hide_index=True, width="stretch")
 if pre_probe is not None:
     st.caption(t("run_caption", secs=pre_probe.steps["prefill"].get("prefill_seconds", 0.0)))

@@ -28,6 +28,12 @@ def step_url(step: Step, lang: str) -> str:
     return page_url(step.slug, dict(step.params), lang)
 
 
+def step_title(t: Texts, lesson: Lesson, n: int) -> str:
+    """Step n's own title (lessons.toml `<lesson>_<n>_title`, filled with the step's URL state),
+    so that two steps on the same page read differently and no header repeats the page name."""
+    return t(f"{lesson.id}_{n}_title", **dict(lesson.steps[n - 1].params))
+
+
 def answer_params(step: Step, lang: str) -> tuple[tuple[str, str], ...]:
     """The preset parameters with the page's own default texts filled in (in `lang`), i.e.
     exactly the state the page shows when opened from the step's link."""
@@ -67,8 +73,8 @@ def worksheet(t: Texts, lesson: Lesson, base_url: str = "", key: list[dict] | No
         when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
         lines += [f"**{t('ws_teacher')}.** {t('ws_computed', model=model_name, when=when)}", ""]
     for n, step in enumerate(lesson.steps, 1):
-        lines += [f"## {t('step_header', n=n, total=len(lesson.steps), page=page_title(step.slug, lang))}", "",
-                  f"{t('ws_open')}: <{base_url}{step_url(step, lang)}>", "",
+        lines += [f"## {t('step_header', n=n, total=len(lesson.steps), title=step_title(t, lesson, n))}", "",
+                  f"{t('ws_open')} “{page_title(step.slug, lang)}”: <{base_url}{step_url(step, lang)}>", "",
                   f"**{t('question')}.** {t(f'{lesson.id}_{n}_q')}", "", t("ws_prediction"), "",
                   f"**{t('notice')}.** {t(f'{lesson.id}_{n}_notice')}", ""]
         if key is not None:

@@ -120,11 +120,24 @@ def test_every_step_has_its_texts_in_both_languages():
         for lang in ("en", "id"):
             assert texts[lang][f"lesson_{lesson.id}_title"] and texts[lang][f"lesson_{lesson.id}_summary"]
             for n in range(1, len(lesson.steps) + 1):
-                for part in ("q", "notice", "answer"):
+                for part in ("q", "title", "notice", "answer"):
                     assert texts[lang][f"{lesson.id}_{n}_{part}"], (lesson.id, n, part)
         extra = [k for k in texts["en"] if re.fullmatch(rf"{lesson.id}_(\d+)_q", k)
                  and int(k.split("_")[1]) > len(lesson.steps)]
         assert not extra
+
+
+def test_step_titles_differ_within_a_lesson():
+    """Two steps on one page (top-k-top-p twice, speculative-acceptance three times) get titles of
+    their own, so no list or header repeats the same line."""
+    from lib.ui.i18n import Texts
+    from lib.ui.lessons import step_title
+
+    for lang in ("en", "id"):
+        t = Texts("lessons", lang)
+        for lesson in LESSONS:
+            titles = [step_title(t, lesson, n) for n in range(1, len(lesson.steps) + 1)]
+            assert len(set(titles)) == len(titles), (lang, lesson.id, titles)
 
 
 def test_steps_sharing_an_answer_function_ask_for_the_same_values():
