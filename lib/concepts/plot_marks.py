@@ -101,7 +101,7 @@ def decade_axis(fig: go.Figure, axis: str, values, fmt=format, **where) -> None:
 
 
 # ---- titles ------------------------------------------------------------------------------------------
-TITLE_CHARS = 90        # about one line of a figure's bold title in the content column at 1,280 px
+TITLE_CHARS = 100       # about one line of a figure's bold title (~7.6 px a character) in the ~820 px column at 1,280 px
 
 
 def wrap_title(fig: go.Figure, chars: int = TITLE_CHARS) -> int:

@@ -130,7 +130,8 @@ class ConceptPage:
         """Show a Plotly figure with its HTML/CSV downloads."""
         self._n_fig += 1
         lines = plot_marks.wrap_title(fig, 70 if self.present else plot_marks.TITLE_CHARS)   # long titles wrap
-        fig.update_layout(margin=dict(l=10, r=10, t=30 + 20 * max(lines, 1), b=10), separators=SEPARATORS[self.t.lang])
+        top = max(fig.layout.margin.t or 0, 30 + 20 * max(lines, 1))      # a figure's own larger top margin stays
+        fig.update_layout(margin=dict(l=10, r=10, t=top, b=10), separators=SEPARATORS[self.t.lang])
         if self.present:
             fig.update_layout(font=dict(size=20))
         st.plotly_chart(fig, width="stretch", key=f"{self.slug}.fig{self._n_fig}",

@@ -93,7 +93,7 @@ def stages_figure(tokens: list[str], stage_names: list[str], probs: list[np.ndar
     index in `tokens`, outlined in every panel."""
     n = len(stage_names)
     titles = [f"{s}<br><sup>{labels['kept'](k)}</sup>" for s, k in zip(stage_names, kept)]
-    fig = make_subplots(rows=1, cols=n, subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.02)
+    fig = make_subplots(rows=1, cols=n, subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.05)  # "1.0" and "0.0" apart
     for j, p in enumerate(probs):
         colors = ["#e0701b" if i == chosen else "#1f4e9e" for i in range(len(tokens))]
         fig.add_trace(go.Bar(x=p, y=tokens, orientation="h", marker_color=colors, showlegend=False,

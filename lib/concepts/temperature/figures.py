@@ -6,6 +6,8 @@ from plotly.subplots import make_subplots
 
 from lib.concepts.plot_marks import log_x_vline
 
+LEGEND = dict(orientation="h", y=-0.28, yanchor="top", x=0, xanchor="left")  # under the axis title, never under the title
+
 
 def distributions_figure(tokens: list[str], temps: list[float], probs_by_t, title: str,
                          y_label: str, names: list[str] | None = None) -> go.Figure:
@@ -15,8 +17,7 @@ def distributions_figure(tokens: list[str], temps: list[float], probs_by_t, titl
     names = names or [f"T = {T:g}" for T in temps]
     for name, probs in zip(names, probs_by_t):
         fig.add_bar(x=tokens, y=probs, name=name, hovertemplate="%{x}: %{y:.4f}<extra>" + name + "</extra>")
-    fig.update_layout(title=title, barmode="group", yaxis_title=y_label, height=380,
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    fig.update_layout(title=title, barmode="group", yaxis_title=y_label, height=400, legend=LEGEND)
     return fig
 
 
@@ -35,8 +36,7 @@ def sweep_figure(temps, entropy, top1, chosen: list[float], labels: dict[str, st
     fig.update_yaxes(title_text=labels["entropy"], secondary_y=False, rangemode="tozero")
     fig.update_yaxes(title_text=labels["top1"], secondary_y=True, range=[0, 1.02], tickformat=".0%",
                      tickvals=[0, 0.25, 0.5, 0.75, 1.0], showgrid=False)
-    fig.update_layout(title=labels["title"], height=380,
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    fig.update_layout(title=labels["title"], height=400, legend=LEGEND)
     return fig
 
 
