@@ -170,7 +170,8 @@ else:
 st.subheader(t("gen_section"))
 P = min(N, W + 32)
 prompt_ids = ids[:P]
-labels = {"model": t("lbl_model"), "final": t("lbl_final"), "rank": t("lbl_rank")}
+labels = {"model": t("lbl_model"), "final": t("lbl_final"), "rank": t("lbl_rank"),
+          "stage_temperature": t("lbl_stage_temperature")}
 eos = spec.eos_ids
 with st.spinner(t("gen_running", n=n_gen, k=len(policies))):
     gens = {policy_name(p): runtime.cached(policy_generation.greedy_under)(m.engine, prompt_ids, p, n_gen, eos)
@@ -182,7 +183,7 @@ cols = st.columns(2)
 for i, (k, g) in enumerate(gens.items()):
     box = cols[i % 2]
     box.markdown(f"**{k}**")
-    box.html(tokens_html(m.tokenizer, "", g.steps, labels))
+    box.html(tokens_html(m.tokenizer, "", g.steps, labels, fmt=t.num))
 
 page.notice()
 
