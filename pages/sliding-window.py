@@ -108,9 +108,10 @@ if page.predict("fact", t("predict_fact_q", d=far, w=W, answer=ANSWER.strip()), 
     table.update({t("fact_table_p", name=k): r.prob.tolist() for k, r in results.items()})
     table.update({t("fact_table_rank", name=k): (r.rank + 1).tolist() for k, r in results.items()})
     page.figure(fig, "fact_distance", table)
+    short = {own_name: t("short_own"), hybrid_name: t("short_hybrid"), all_name: t("short_all")}   # fits 1280 px
     shown = {t("fact_table_distance"): [t.num(d) for d in distances]}
-    shown.update({t("fact_table_p", name=k): [t.num(p, ".3f") for p in r.prob] for k, r in results.items()})
-    shown.update({t("fact_table_rank", name=k): [t.num(int(x) + 1, ",") for x in r.rank] for k, r in results.items()})
+    shown.update({t("col_p_rank", name=short[k]): [f"{t.num(p, '.3f')} (#{t.num(int(x) + 1, ',')})"
+                                                 for p, x in zip(r.prob, r.rank)] for k, r in results.items()})
     st.dataframe(shown, hide_index=True, width="stretch")
     st.caption(t("fact_caption", p=p_ctrl, rank=r_ctrl + 1))
     fit = fact_distance.agreement(probe, [r.prob for r in results.values()], distances, W)
