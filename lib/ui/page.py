@@ -130,8 +130,14 @@ class ConceptPage:
         """Show a Plotly figure with its HTML/CSV downloads."""
         self._n_fig += 1
         lines = plot_marks.wrap_title(fig, 70 if self.present else plot_marks.TITLE_CHARS)   # long titles wrap
-        top = max(fig.layout.margin.t or 0, 30 + 20 * max(lines, 1))      # a figure's own larger top margin stays
+        top = 50
+        if lines > 1:        # pinned to the top, with room under it for subplot titles and top annotations
+            fig.update_layout(title=dict(yref="container", y=1 - 12 / (fig.layout.height or 450), yanchor="top"))
+            top = 10 + (26 if self.present else 22) * lines + 26
+        top = max(fig.layout.margin.t or 0, top)                       # a figure's own larger top margin stays
         fig.update_layout(margin=dict(l=10, r=10, t=top, b=10), separators=SEPARATORS[self.t.lang])
+        fig.update_xaxes(separatethousands=True)                       # 1,400 / 1.400 on every numeric axis, not 1400
+        fig.update_yaxes(separatethousands=True)
         if self.present:
             fig.update_layout(font=dict(size=20))
         st.plotly_chart(fig, width="stretch", key=f"{self.slug}.fig{self._n_fig}",
