@@ -42,7 +42,7 @@ def curves_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], window: int,
     fig = go.Figure()
     for name, (x, y) in series.items():
         fig.add_scatter(x=x, y=y, name=name, mode="lines",
-                        hovertemplate="t = %{x}: %{y:.3f}<extra>" + name + "</extra>")
+                        hovertemplate="t = %{x:,}: %{y:,.3f}<extra>" + name + "</extra>")
     fig.add_vline(x=window, line_dash="dash", line_color="#c44", annotation_text=labels["window"],
                   annotation_position="top right")
     last = max((float(np.max(x)) for x, _ in series.values() if len(x)), default=window)

@@ -34,7 +34,7 @@ def distance_figure(dist: np.ndarray, labels: dict[str, str], fmt=format) -> go.
     text = [[fmt(float(v), ".3f") for v in row] for row in dist]
     fig = go.Figure(go.Heatmap(z=dist, x=names, y=names, colorscale="Blues", zmin=0,
                                text=text, texttemplate="%{text}", textfont=dict(size=16),
-                               hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>"))
+                               hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(title=labels["title"], height=330)
     return fig
