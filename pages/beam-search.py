@@ -140,20 +140,21 @@ if step == rec.n_steps and sel.stop_step < rec.n_steps - 1:
 # ---- finished hypotheses, re-ranked at alpha -----------------------------------------------
 pv = beam_rerank.probability_view(rec, alpha)
 order = sorted(range(len(hyps)), key=lambda i: -sel.scores[i])
-cols = {k: t(f"col_{k}") for k in ("rank", "text", "L", "S", "score", "end", "status")}
+cols = {k: t(f"col_{k}") for k in ("text", "L", "S", "score", "end", "status")}
 if q1:
     st.subheader(t("table_title", a=alpha))
     rows = []
-    for r, i in enumerate(order, 1):
+    for i in order:                                   # best score first; "#i" in the text names the hypothesis
         h = hyps[i]
         status = (t("status_winner") if i == sel.best else t("status_pool") if i in sel.pool
                   else t("status_late") if h.step > sel.stop_step else t("status_out"))
-        rows.append({cols["rank"]: r, cols["text"]: f"#{i + 1} “{shown[i]}”", cols["L"]: h.length,
+        tail = shown[i] if len(shown[i]) <= 32 else "…" + shown[i][-30:]      # the hypotheses differ at the end
+        rows.append({cols["text"]: f"#{i + 1} “{tail}”", cols["L"]: h.length,
                      cols["S"]: t.num(h.sum_logprob, ".4f"), cols["score"]: t.num(sel.scores[i], ".4f"),
                      cols["status"]: status,
                      cols["end"]: t("end_cut" if h.by_length else "end_token", s=h.step + 1)})
     st.dataframe(rows, hide_index=True, width="stretch",
-                 column_config={cols["text"]: st.column_config.TextColumn(width="large")})
+                 column_config={cols["text"]: st.column_config.TextColumn(width="medium")})   # fits 1280 px
     st.caption(t("table_caption", L=t("length_rule")))
 
 # ---- score against alpha ---------------------------------------------------------------------
