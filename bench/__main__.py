@@ -46,7 +46,7 @@ def main() -> None:
     if not only or "core" in only:
         out.update(core.measure_all(baseline=a.baseline, cold=not a.skip_cold))
     topics = [m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
-              if m.name not in ("core", "__main__", "common", "classroom") and not m.name.startswith("gpu")]
+              if m.name not in ("core", "__main__", "common", "classroom", "browser") and not m.name.startswith("gpu")]
     model = None
     for name in sorted(topics):
         if only and name not in only:

@@ -5,6 +5,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+PLOT_PX, CHAR_PX = 860, 7.5      # the heatmap's width at a 1,280 px page; one 12 px character
+
+
+def fit_cell(text: str, columns: int) -> str:
+    """`text` cut to what one of `columns` equal cells can show ("capi…"); hover keeps it whole."""
+    room = max(1, int(PLOT_PX / columns / CHAR_PX))
+    return text if len(text) <= room else (text[:room - 1] + "…" if room > 1 else "…")
 
 
 def batch_figure(valid: np.ndarray, texts: list[list[str]], positions: np.ndarray, labels: dict[str, str]) -> go.Figure:
@@ -13,9 +20,10 @@ def batch_figure(valid: np.ndarray, texts: list[list[str]], positions: np.ndarra
     fig = go.Figure(go.Heatmap(
         z=valid, x=list(range(T)), y=[f"{labels['prompt']} {b + 1}" for b in range(B)],
         colorscale=[[0, "#e8e8e8"], [1, "#4c78a8"]], zmin=0, zmax=1, showscale=False,
-        text=texts, texttemplate="%{text}" if T <= 32 else None, textfont=dict(size=12),
-        customdata=positions, xgap=1, ygap=2,
-        hovertemplate="%{y}, " + labels["col"] + " %{x}: %{text}<br>" + labels["pos"] + " %{customdata}<extra></extra>"))
+        text=[[fit_cell(s, T) for s in row] for row in texts], texttemplate="%{text}" if T <= 32 else None,
+        textfont=dict(size=12), customdata=np.dstack([positions, np.array(texts, dtype=object)]), xgap=1, ygap=2,
+        hovertemplate="%{y}, " + labels["col"] + " %{x}: %{customdata[1]}<br>" + labels["pos"]
+                      + " %{customdata[0]}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text=labels["x"])
     fig.update_layout(title=labels["title"], height=120 + 45 * B)
