@@ -18,6 +18,39 @@ import os
 import threading
 import time
 
+# Before anything loads PyTorch (its OpenMP library reads this once, when it is loaded): threads
+# that finish their share of a parallel operation sleep instead of spinning. A server runs the
+# engine's batched steps and thirty sessions' own tensor work at once on two cores; spinning
+# threads took the cores from the ones with work (30 new prompts at once, one process, side by
+# side: 59 s and 111 CPU-s spinning, 43 s and 82 CPU-s sleeping; bench/classroom.py runs the
+# server). Whoever starts the server can still set it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _one_ast_parse_at_a_time() -> None:
+    """CPython 3.11 keeps the AST converter's recursion depth per interpreter, not per thread
+    (gh-106905): two threads in `ast.parse` at once can fail with "SystemError: AST
+    constructor recursion depth mismatch". Streamlit parses each page script (its "magic"), and
+    this app parses its own modules (lib.ui.result_store); a 30-session class crashed the
+    beam-search page this way once in 30. From here on every `ast.parse` in the process takes
+    one lock (a few milliseconds per page script, once)."""
+    import ast
+    import sys
+
+    if sys.version_info >= (3, 13) or getattr(ast.parse, "one_at_a_time", False):
+        return
+    parse, lock = ast.parse, threading.Lock()
+
+    def locked_parse(*args, **kwargs):
+        with lock:
+            return parse(*args, **kwargs)
+
+    locked_parse.one_at_a_time = True
+    ast.parse = locked_parse
+
+
+_one_ast_parse_at_a_time()
+
 _lock = threading.Lock()
 _done = False
 import_seconds: float | None = None

@@ -43,3 +43,21 @@ def test_every_page_runs_the_start_before_its_own_imports():
         if not ok:
             late.append(path.name)
     assert not late, late
+
+
+def test_ast_parse_is_one_at_a_time_and_still_parses_from_many_threads():
+    """lib.ui.startup wraps ast.parse in one lock (CPython 3.11's converter is not thread-safe:
+    gh-106905); the wrapper returns the same trees, from 8 threads at once."""
+    import ast
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    import lib.ui.startup  # noqa: F401
+
+    if sys.version_info < (3, 13):
+        assert getattr(ast.parse, "one_at_a_time", False)
+    source = Path(lib.ui.startup.__file__).read_text()
+    with ThreadPoolExecutor(8) as ex:
+        trees = list(ex.map(lambda _: ast.dump(ast.parse(source)), range(40)))
+    assert len(set(trees)) == 1
