@@ -88,3 +88,23 @@ def test_float16_weights_give_finite_logits_and_the_same_top_tokens(real_model):
     assert torch.isfinite(a).all()
     assert a.topk(3).indices.tolist() == b.topk(3).indices.tolist()
     assert run_pipeline(a, SamplingConfig(0.7)).kept_count > 1
+
+
+def test_the_apps_slimmer_tokenizer_encodes_and_decodes_like_a_fresh_one(real_model):
+    """model_loader.load_tokenizer drops transformers' Python copies of the BPE vocabulary and
+    merges; ids, decoded texts and special tokens stay those of a fresh AutoTokenizer."""
+    from transformers import AutoTokenizer
+
+    fresh = AutoTokenizer.from_pretrained(str(real_model.folder), local_files_only=True)
+    ours = real_model.tokenizer
+    assert len(fresh._merges) > 100_000 and ours._merges == []          # the copy is really gone
+    texts = ["The capital of France is", "Ibu kota Indonesia adalah Jakarta 🇮🇩 — naïve café",
+             "def f(x):\n    return x  # 日本語", "<start_of_turn>user\nhi<end_of_turn>", "   spaces \t tabs\n\n",
+             "", "a" * 300, "Привет, мир! مرحبا بالعالم"]
+    for text in texts:
+        assert ours(text).input_ids == fresh(text).input_ids
+        ids = fresh(text).input_ids
+        assert ours.decode(ids) == fresh.decode(ids)
+        assert ours.convert_ids_to_tokens(ids) == fresh.convert_ids_to_tokens(ids)
+    assert (ours.bos_token_id, ours.eos_token_id, ours.pad_token_id, len(ours)) == \
+           (fresh.bos_token_id, fresh.eos_token_id, fresh.pad_token_id, len(fresh))
