@@ -150,3 +150,21 @@ def test_sampling_follows_the_distribution():
 def test_invalid_parameters_raise_a_clear_error(kwargs, word):
     with pytest.raises(s.InvalidSamplingParameter, match=word):
         s.SamplingConfig(**kwargs)
+
+
+def test_sample_next_draws_each_token_with_its_probability_and_never_a_removed_one():
+    """20,000 draws from a distribution with removed (p = 0) tokens at both ends and inside:
+    every frequency within 5 standard deviations of its probability, no removed token drawn,
+    and the same seed gives the same draws."""
+    from lib.decoding.sampling import sample_next
+
+    probs = torch.tensor([0.0, 0.5, 0.0, 0.2, 0.25, 0.0, 0.05, 0.0])
+    gen = torch.Generator().manual_seed(7)
+    draws = torch.tensor([sample_next(probs, gen) for _ in range(20_000)])
+    counts = torch.bincount(draws, minlength=len(probs)).double()
+    n = counts.sum()
+    assert counts[probs == 0].sum() == 0
+    sd = torch.sqrt(n * probs.double() * (1 - probs.double()))
+    assert bool(((counts - n * probs.double()).abs() <= 5 * sd + 1e-9).all()), counts.tolist()
+    again = torch.Generator().manual_seed(7)
+    assert [sample_next(probs, again) for _ in range(50)] == draws[:50].tolist()
