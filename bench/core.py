@@ -102,7 +102,7 @@ def decode_speed(repeat: int = 5) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from lib.model import bundled_model, model_loader
-    from lib.decoding.generate import greedy
+    from lib.decoding.generate import greedy, prompt_cache
     from lib.model.facts import weight_bytes
 
     torch.set_num_threads(min(2, os.cpu_count() or 1))
@@ -110,6 +110,7 @@ def decode_speed(repeat: int = 5) -> dict:
     tok = AutoTokenizer.from_pretrained(folder)
     hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     eng = model_loader.load("bundled", "cpu").engine   # the app's engine: the same weights, memory-mapped
+    prompt_cache(eng).max_bytes = 0                    # every timed run prefills, as transformers' does
     ids = tok(PROMPT, return_tensors="pt").input_ids
     prompt = ids[0].tolist()
 

@@ -67,26 +67,56 @@ class BatchOfCaches:
         return sum(c.nbytes() for c in self.caches)
 
 
-def batched_forward(engine, requests: list[tuple[torch.Tensor, KVCacheProtocol]]) -> list[torch.Tensor]:
-    """One engine forward for several (ids (1, T_i), own cache) requests; each request's
-    last-token logits (1, 1, V), as if it had run alone. Rows are padded on the right."""
-    T = max(ids.shape[1] for ids, _ in requests)
-    n = [ids.shape[1] for ids, _ in requests]
+HEAD_CHUNK_ROWS = 64     # rows whose argmax is all that is wanted go through the LM head this many at a time
+
+
+def batched_forward(engine, requests: list[tuple]) -> list[torch.Tensor]:
+    """One engine forward for several (ids (1, T_i), own cache[, n_logits[, argmax]]) requests;
+    each request's logits of its last n_logits positions (default 1): (1, n_logits, V), as if it
+    had run alone, or with argmax=True only their argmax token ids (1, n_logits). Rows are
+    padded on the right; the LM head runs once on the rows whose logits are wanted, and in chunks
+    of HEAD_CHUNK_ROWS on the argmax rows (thirty teacher-forced checks of 12 tokens would
+    otherwise hold 360 x 1 MB of logits at once)."""
+    T = max(r[0].shape[1] for r in requests)
+    n = [r[0].shape[1] for r in requests]
+    k = [r[2] if len(r) > 2 else 1 for r in requests]
+    only_argmax = [bool(r[3]) if len(r) > 3 else False for r in requests]
     batch = torch.zeros(len(requests), T, dtype=torch.long, device=engine.device)       # (B, T)
     positions = torch.full((len(requests), T), PAD_POSITION, dtype=torch.long, device=engine.device)
-    for i, (ids, cache) in enumerate(requests):
+    for i, (ids, cache, *_) in enumerate(requests):
         batch[i, :n[i]] = ids[0]
         positions[i, :n[i]] = torch.arange(cache.next_position, cache.next_position + n[i])
-    hidden = engine.forward(batch, BatchOfCaches([c for _, c in requests], n), positions,
+    hidden = engine.forward(batch, BatchOfCaches([r[1] for r in requests], n), positions,
                             logits="none")                                             # (B, T, D)
-    last = hidden[torch.arange(len(requests)), torch.tensor(n) - 1]                     # (B, D)
-    logits = engine.head(last[:, None])                                                 # (B, 1, V)
-    return [logits[i:i + 1] for i in range(len(requests))]
+    rows = [hidden[i, n[i] - k[i]:n[i]] for i in range(len(requests))]                 # (k_i, D) each
+    out: list = [None] * len(requests)
+    for argmax in (False, True):
+        which = [i for i in range(len(requests)) if only_argmax[i] == argmax]
+        if not which:
+            continue
+        wanted = torch.cat([rows[i] for i in which])                                    # (sum k, D)
+        if argmax:
+            result = torch.cat([engine.head(c[None])[0].argmax(-1) for c in wanted.split(HEAD_CHUNK_ROWS)])
+        else:
+            result = engine.head(wanted[None])[0]                                       # (sum k, V)
+        for i, part in zip(which, result.split([k[i] for i in which])):
+            # each request gets its own copy: a view would keep the whole (sum k, V) batch alive
+            # for as long as any session keeps its row (a cached result kept 30 MB for 1 MB)
+            out[i] = part[None].clone()                            # (1, k_i, V) or (1, k_i) ids
+    return out
+
+
+def alone_forward(engine, ids, cache, n_logits: int = 1, argmax: bool = False) -> torch.Tensor:
+    """The engine by itself: logits of the last n_logits positions (B, n_logits, V), or their
+    argmax ids (B, n_logits)."""
+    T = ids.shape[1]
+    logits = engine.forward(ids, cache, logits=slice(T - n_logits, T))
+    return logits.argmax(-1) if argmax else logits
 
 
 class _Request:
-    def __init__(self, ids, cache):
-        self.ids, self.cache = ids, cache
+    def __init__(self, ids, cache, n_logits, argmax):
+        self.ids, self.cache, self.n_logits, self.argmax = ids, cache, n_logits, argmax
         self.done = threading.Event()
         self.logits: torch.Tensor | None = None
         self.error: BaseException | None = None
@@ -106,16 +136,18 @@ class Scheduler:
         self.rows = 0                     # requests they served
         threading.Thread(target=self._loop, name="batching-scheduler", daemon=True).start()
 
-    def forward(self, ids: torch.Tensor, cache: KVCacheProtocol) -> torch.Tensor:
-        """ids (1, T) through the model with this session's cache -> logits (1, 1, V)."""
+    def forward(self, ids: torch.Tensor, cache: KVCacheProtocol, n_logits: int = 1,
+                argmax: bool = False) -> torch.Tensor:
+        """ids (1, T) through the model with this session's cache -> the logits of its last
+        n_logits positions (1, n_logits, V), or only their argmax ids (1, n_logits)."""
         with self.cond:
             alone = self.seated <= 1 and not self.pending
             if not alone:
-                req = _Request(ids, cache)
+                req = _Request(ids, cache, n_logits, argmax)
                 self.pending.append(req)
                 self.cond.notify_all()
         if alone:
-            return self.engine_ref().forward(ids, cache)
+            return alone_forward(self.engine_ref(), ids, cache, n_logits, argmax)
         req.done.wait()
         if req.error is not None:
             raise req.error
@@ -141,7 +173,7 @@ class Scheduler:
             if not group:
                 continue
             try:
-                for r, logits in zip(group, batched_forward(engine, [(r.ids, r.cache) for r in group])):
+                for r, logits in zip(group, batched_forward(engine, [(r.ids, r.cache, r.n_logits, r.argmax) for r in group])):
                     r.logits = logits
             except BaseException as e:  # noqa: BLE001 - handed to every waiting session
                 for r in group:
@@ -162,10 +194,13 @@ class Seat:
     def new_cache(self, batch: int = 1, capacity: int = 64):
         return self.engine.new_cache(batch, capacity)
 
-    def forward(self, ids: torch.Tensor, cache: KVCacheProtocol) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, cache: KVCacheProtocol, n_logits: int = 1,
+                argmax: bool = False) -> torch.Tensor:
+        """ids (B, T) -> the logits of the last n_logits positions (B, n_logits, V), or only
+        their argmax ids (B, n_logits)."""
         if self.scheduler is None or ids.shape[0] != 1:
-            return self.engine.forward(ids, cache)
-        return self.scheduler.forward(ids, cache)
+            return alone_forward(self.engine, ids, cache, n_logits, argmax)
+        return self.scheduler.forward(ids, cache, n_logits, argmax)
 
 
 def joins_batches(fn):

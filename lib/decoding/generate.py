@@ -7,8 +7,9 @@
         -> decode_one_token, until max_new_tokens or an end token
 
 Where the logits come from is a `Stepper` (prefill the prompt, then decode one token): the
-engine's own dense cache by default (`DenseStepper`); a cache policy (attention-sinks) or the
-timed baseline of speculative decoding pass their own stepper and reuse the same loop.
+engine's own dense cache by default (`DenseStepper`, which reuses a prompt prefilled recently on
+the same engine: `PromptCache`); a cache policy (attention-sinks) or the timed baseline of
+speculative decoding pass their own stepper and reuse the same loop.
 
 Everything else is a recorder passed as `on_step`: `continuation` keeps a StepRecord per
 token (lib/decoding/step_record.py), `greedy` keeps the token ids (and logits if asked).
@@ -22,12 +23,17 @@ runs the engine directly. Each session gets the same tokens either way.
 """
 from __future__ import annotations
 
+import os
+import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 import torch
 
 from lib.core.engine import Engine
+from lib.core.cache.dense import KVCache
 from lib.core.cache.protocol import KVCacheProtocol
 from lib.decoding import batching
 from lib.decoding.sampling import PipelineResult, SamplingConfig, run_pipeline, sample_next
@@ -60,14 +66,70 @@ class Stepper(Protocol):
     def decode(self, token: int) -> torch.Tensor: ...          # logits (V,) after one more token
 
 
-class DenseStepper:
-    """The engine with one dense KV cache (the default stepper)."""
+class PromptCache:
+    """Prefix caching of whole prompts (the prefix-caching page's idea, used by the app itself):
+    the KV cache and last logits of the prompts prefilled most recently on one engine. Another
+    generation from the same prompt (a page's greedy and sampled continuations after its
+    next-token logits) starts from a copy of them instead of running the prompt through the
+    model again. At most `max_bytes` of entries and logits are kept (least recently used go)."""
 
-    def __init__(self, engine: Engine, capacity: int):
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.entries: OrderedDict[tuple[int, ...], tuple] = OrderedDict()   # ids -> (cache, logits, bytes)
+        self.lock = threading.Lock()
+        self.hits = 0
+
+    def get(self, ids: tuple[int, ...]):
+        """(a copy of the cache after `ids`, their last logits (V,)) or None."""
+        with self.lock:
+            if ids not in self.entries:
+                return None
+            self.entries.move_to_end(ids)
+            cache, logits, _ = self.entries[ids]
+            self.hits += 1
+        return cache.clone(), logits.clone()
+
+    def put(self, ids: tuple[int, ...], cache, logits: torch.Tensor) -> None:
+        size = cache.nbytes() + logits.nbytes
+        if size > self.max_bytes:
+            return
+        with self.lock:
+            self.entries[ids] = (cache.clone(), logits, size)
+            self.entries.move_to_end(ids)
+            while sum(e[2] for e in self.entries.values()) > self.max_bytes:
+                self.entries.popitem(last=False)
+
+
+PROMPT_CACHE_BYTES = 48 << 20           # ~30 short prompts (1 MB of logits + ~36 KB per token each)
+_prompt_caches: "weakref.WeakKeyDictionary[Engine, PromptCache]" = weakref.WeakKeyDictionary()
+_prompt_caches_lock = threading.Lock()
+
+
+def prompt_cache(engine: Engine) -> PromptCache:
+    """The engine's PromptCache (one per engine, made on first use)."""
+    with _prompt_caches_lock:
+        if engine not in _prompt_caches:
+            _prompt_caches[engine] = PromptCache(PROMPT_CACHE_BYTES)
+        return _prompt_caches[engine]
+
+
+class DenseStepper:
+    """The engine with one dense KV cache (the default stepper). A prompt prefilled recently on
+    the same engine is taken from its PromptCache (`reuse_prompt=False`: always prefilled)."""
+
+    def __init__(self, engine: Engine, capacity: int, reuse_prompt: bool = True):
         self.engine, self.cache = engine, engine.new_cache(1, capacity=capacity)
+        self.prompts = prompt_cache(getattr(engine, "engine", engine)) if reuse_prompt else None  # a Seat's engine
 
     def prefill(self, ids: list[int]) -> torch.Tensor:
-        return prefill(self.engine, torch.tensor([ids], device=self.engine.device), self.cache)[0][0]
+        hit = self.prompts.get(tuple(ids)) if self.prompts is not None else None
+        if hit is not None:
+            self.cache, logits = hit
+            return logits
+        logits = prefill(self.engine, torch.tensor([ids], device=self.engine.device), self.cache)[0][0]
+        if self.prompts is not None and isinstance(self.cache, KVCache):
+            self.prompts.put(tuple(ids), self.cache, logits)
+        return logits
 
     def decode(self, token: int) -> torch.Tensor:
         return decode_one_token(self.engine, token, self.cache)[0]
@@ -81,6 +143,13 @@ def choose_token(raw: torch.Tensor, cfg: SamplingConfig, gen: torch.Generator,
     return res, sample_next(res.probs, gen)
 
 
+# Choosing a token works on whole-vocabulary tensors (~7 MB for 262,144 tokens: the pipeline's
+# stages, the draw, the step's record). Sixty generations of a class come back from one batched
+# step together; choosing all at once would hold 60 x 7 MB on a 2-core machine that can only
+# work on two of them anyway. So at most this many choose at once, the others wait their turn.
+CHOOSING = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
+
+
 def decode_loop(stepper: Stepper, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
                 eos_ids: tuple[int, ...] = (), on_step: OnStep | None = None) -> list[int]:
     """The loop itself: prefill, then sample -> on_step -> decode one token, until
@@ -89,10 +158,12 @@ def decode_loop(stepper: Stepper, prompt_ids, cfg: SamplingConfig, seed: int, ma
     ids = list(prompt_ids)
     logits = stepper.prefill(ids) if max_new_tokens > 0 else None                  # (V,)
     for i in range(max_new_tokens):
-        raw = logits.float().cpu()                                                 # (V,)
-        res, token = choose_token(raw, cfg, gen, context=tuple(ids))
-        if on_step is not None:
-            on_step(raw, res, token)
+        with CHOOSING:
+            raw = logits.float().cpu()                                             # (V,)
+            res, token = choose_token(raw, cfg, gen, context=tuple(ids))
+            if on_step is not None:
+                on_step(raw, res, token)
+            del raw, res                    # not held while this session waits for its next step
         ids.append(token)
         if token in eos_ids or i == max_new_tokens - 1:
             break
@@ -151,16 +222,20 @@ def next_token_logits(engine: Engine, prompt_ids) -> torch.Tensor:
     """The model's logits (V,) for the token after `prompt_ids`, as float32 on the CPU
     (batched with other sessions' work like `generate`)."""
     with batching.seat(engine) as model:
-        logits, _ = prefill(model, torch.tensor([list(prompt_ids)], device=model.device))
-    return logits[0].float().cpu()
+        logits = DenseStepper(model, capacity=len(prompt_ids) + 1).prefill(list(prompt_ids))   # (V,)
+    return logits.float().cpu()
 
 
+@batching.joins_batches
 def argmax_mismatches(engine: Engine, prompt_ids, new_ids) -> int:
     """Teacher-forced check of a greedy path: run prompt + new tokens in one forward and count
-    the generated tokens that are NOT the argmax of the logits just before them (0 = greedy)."""
+    the generated tokens that are NOT the argmax of the logits just before them (0 = greedy).
+    The forward is one fresh prefill (batched with other sessions' prefills like `generate`);
+    its last len(new_ids) positions predict the new tokens (the last new token predicts none)."""
     if not new_ids:
         return 0
-    ids = torch.tensor([list(prompt_ids) + list(new_ids)], device=engine.device)
-    n, k = len(prompt_ids), len(new_ids)
-    logits = engine.forward(ids, engine.new_cache(capacity=ids.shape[1]), logits=slice(n - 1, n - 1 + k))
-    return int((logits[0].argmax(-1).cpu() != torch.tensor(list(new_ids))).sum())
+    ids = list(prompt_ids) + list(new_ids)[:-1]
+    with batching.seat(engine) as model:
+        best = model.forward(torch.tensor([ids], device=model.device), model.new_cache(capacity=len(ids)),
+                             n_logits=len(new_ids), argmax=True)                       # (1, k) argmax ids
+    return int((best[0].cpu() != torch.tensor(list(new_ids))).sum())

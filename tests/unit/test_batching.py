@@ -49,6 +49,38 @@ def test_batched_forward_rows_equal_each_request_alone(eng):
             assert c1.next_position == c2.next_position
 
 
+def test_batched_rows_ask_for_their_own_number_of_trailing_logits(eng, monkeypatch):
+    """A row may want the logits of its last k positions (a teacher-forced check): each equals
+    the same positions of a forward alone, whatever the other rows ask for."""
+    ids = [torch.arange(1, 8)[None], torch.arange(30, 34)[None], torch.arange(50, 61)[None]]
+    k = [3, 1, 11]
+    together = batched_forward(eng, [(x, eng.new_cache(), n) for x, n in zip(ids, k)])
+    for x, n, b in zip(ids, k, together):
+        T = x.shape[1]
+        alone = eng.forward(x, eng.new_cache(), logits=slice(T - n, T))              # (1, n, V)
+        assert b.shape == alone.shape == (1, n, alone.shape[-1])
+        torch.testing.assert_close(b, alone, atol=1e-5, rtol=0)
+    # a row may want only the argmax ids of its last k positions (chunked through the head)
+    monkeypatch.setattr(batching, "HEAD_CHUNK_ROWS", 4)
+    mixed = batched_forward(eng, [(ids[0], eng.new_cache(), 3), (ids[2], eng.new_cache(), 11, True)])
+    assert mixed[0].shape == (1, 3, together[0].shape[-1])
+    assert mixed[1].shape == (1, 11) and torch.equal(mixed[1][0], together[2][0].argmax(-1))
+
+
+def test_argmax_check_counts_the_same_alone_and_beside_other_sessions(eng):
+    """generate.argmax_mismatches goes through the scheduler: 0 for a real greedy path and the
+    number of replaced tokens for a tampered one, alone or with five other sessions at once."""
+    prompts = [_prompt(n) for n in (3, 5, 7, 9, 11, 13)]
+    paths = [generate.greedy(eng, p, 8).new_ids for p in prompts]
+    tampered = [path[:3] + [(path[3] + 1) % 97] + path[4:] for path in paths]
+    assert [generate.argmax_mismatches(eng, p, x) for p, x in zip(prompts, paths)] == [0] * 6
+    alone = [generate.argmax_mismatches(eng, p, x) for p, x in zip(prompts, tampered)]
+    assert all(a >= 1 for a in alone)
+    with ThreadPoolExecutor(6) as ex:
+        together = list(ex.map(lambda a: generate.argmax_mismatches(eng, *a), zip(prompts, tampered)))
+    assert together == alone
+
+
 def test_padding_is_never_stored_in_a_request_cache(eng):
     a, b = eng.new_cache(), eng.new_cache()
     batched_forward(eng, [(torch.tensor([[1, 2, 3, 4]]), a), (torch.tensor([[5]]), b)])
@@ -100,3 +132,41 @@ def test_an_error_in_a_batched_step_reaches_its_sessions(eng, monkeypatch):
         errors = [f.exception() for f in futures]
     assert any(isinstance(e, RuntimeError) and "simulated" in str(e) for e in errors)
     assert batching.scheduler_for(eng).seated == 0
+
+
+def test_a_prompt_prefilled_once_is_reused_with_the_same_tokens_and_bounded_in_bytes(eng):
+    """generate.PromptCache: a second generation from the same prompt starts from a copy of the
+    first one's prefill (a hit), and gives the tokens a fresh prefill gives; the copy is the
+    requester's own (the stored cache stays at the prompt's length). Too small a budget keeps
+    nothing."""
+    prompt = _prompt(10)
+    cache = generate.prompt_cache(eng)
+    logits = generate.DenseStepper(eng, capacity=40, reuse_prompt=False).prefill(list(prompt))
+    fresh = generate.DenseStepper(eng, capacity=40, reuse_prompt=False)
+    expected = generate.decode_loop(fresh, prompt, SamplingConfig(0.9), 3, 12)
+    hits = cache.hits
+    first = generate.continuation(eng, prompt, SamplingConfig(0.9), 3, 12)
+    second = generate.continuation(eng, prompt, SamplingConfig(0.9), 3, 12)
+    assert cache.hits >= hits + 1
+    assert [s.token for s in first] == [s.token for s in second] == expected
+    stored, stored_logits, _ = cache.entries[tuple(prompt)]
+    assert stored.length() == len(prompt)
+    torch.testing.assert_close(stored_logits, logits, atol=1e-5, rtol=0)
+    tiny = generate.PromptCache(max_bytes=1000)
+    tiny.put(tuple(prompt), stored, stored_logits)
+    assert tiny.get(tuple(prompt)) is None
+
+
+def test_each_request_owns_its_logits_not_a_view_of_the_whole_batch(eng):
+    """A row kept by a session (or cached by the page) must not keep the batch's (B, V) tensor
+    alive: each returned tensor's storage is its own size."""
+    rows = batched_forward(eng, [(torch.tensor([[i + 1, i + 2]]), eng.new_cache()) for i in range(5)])
+    for r in rows:
+        assert r.untyped_storage().nbytes() == r.numel() * r.element_size()
+
+
+def test_the_result_budget_counts_the_storage_a_view_holds():
+    from lib.ui.result_store import nbytes
+
+    big = torch.zeros(30, 1000)
+    assert nbytes(big[3]) >= big.numel() * 4 and nbytes(big[3].clone()) < 2 * 1000 * 4
