@@ -34,21 +34,36 @@ c1, c2 = right.columns(2)
 seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, help=t("seed_help"), container=c1)
 n_new = page.state.number_slider("n", t("n_label"), 4, 48, 12, container=c2)
 
-# ---- the model call (cached per model + prompt) ------------------------------------------
+# ---- the model calls (cached per model + prompt) -----------------------------------------
 logits = runtime.cached(generate.next_token_logits)(m.engine, prompt.ids)          # (V,)
+eos = m.spec.eos_ids
+
+
+def greedy_and_its_check():
+    steps = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(0.0), 0, n_new, eos)
+    return steps, runtime.cached(generate.argmax_mismatches)(m.engine, prompt.ids, tuple(s.token for s in steps))
+
+
+# Started now, collected below the figures: the two continuations share each batched step of the
+# engine, and the checks' inputs are computed meanwhile.
+later = runtime.start(greedy_and_its_check,
+                      lambda: runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(T), seed,
+                                                                    n_new, eos),
+                      lambda: runtime.cached(checks.check_inputs)(logits, tuple(temps)))
 sw = runtime.cached(temperature.sweep)(logits, tuple(SWEEP.tolist()) + tuple(temps), TOP)
 top_tokens = token_texts(m.tokenizer, sw.top_ids)
-probs_chosen = [temperature.temperature_probs(logits, T_)[sw.top_ids].numpy() for T_ in temps]
+n_sw = len(SWEEP)
+probs_chosen = [sw.top_probs[n_sw + i] for i in range(len(temps))]       # the sweep ran over SWEEP + temps
 
 tail = m.tokenizer.decode(list(prompt.ids[-4:]), skip_special_tokens=True)
 hot = max(temps) if max(temps) > 1.0 else 2.0           # the hotter temperature the questions ask about
-p1, p_hot = temperature.temperature_probs(logits, 1.0), temperature.temperature_probs(logits, hot)
-top1, top_hot = int(p1.argmax()), int(p_hot.argmax())
-tok1 = token_texts(m.tokenizer, [top1])[0]
-same_top = top1 == top_hot
+at = {a.temperature: a for a in runtime.cached(temperature.at_temperatures)(logits, tuple(sorted({*temps, 1.0, hot})))}
+s1, s_hot = at[1.0], at[hot]
+tok1 = token_texts(m.tokenizer, [s1.top_id])[0]
+same_top = s1.top_id == s_hot.top_id
 q1 = page.predict("top", t("q_top", T=hot, tok=tok1), ("same", "other"), "same" if same_top else "other",
-                  t("q_top_why_same" if same_top else "q_top_why_other", T=hot, tok=tok1, p1=float(p1[top1]),
-                    p2=float(p_hot[top1])),
+                  t("q_top_why_same" if same_top else "q_top_why_other", T=hot, tok=tok1, p1=s1.argmax_prob,
+                    p2=s_hot.argmax_prob),
                   format_func=lambda k: t(f"q_top_{k}"))
 if q1:
     fig = plots.distributions_figure(top_tokens, temps, probs_chosen, t("fig_dist_title", tail=tail), t("fig_dist_y"),
@@ -58,17 +73,14 @@ if q1:
     page.figure(fig, "distributions", data)
 
     for T_ in temps:
-        p = temperature.temperature_probs(logits, T_)
-        n90 = runtime.cached(temperature.tokens_for_mass)(p, 0.9)      # (a sort of every token: once)
-        st.caption(t("stats_line_one" if n90 == 1 else "stats_line", T=T_, H=temperature.entropy_bits(p),
-                     tok=top_tokens[0], p=float(p.max()), n90=n90))
+        a = at[float(T_)]
+        st.caption(t("stats_line_one" if a.tokens_for_90 == 1 else "stats_line", T=T_, H=a.entropy_bits,
+                     tok=top_tokens[0], p=a.top_prob, n90=a.tokens_for_90))
 
-h1, h_hot = temperature.entropy_bits(p1), temperature.entropy_bits(p_hot)
+h1, h_hot = s1.entropy_bits, s_hot.entropy_bits
 q2 = page.predict("entropy", t("q_entropy", T=hot), ("higher", "lower"), "higher" if h_hot > h1 else "lower",
-                  t("q_entropy_why", T=hot, h1=h1, h2=h_hot, n1=runtime.cached(temperature.tokens_for_mass)(p1, 0.9),
-                    n2=runtime.cached(temperature.tokens_for_mass)(p_hot, 0.9)),
+                  t("q_entropy_why", T=hot, h1=h1, h2=h_hot, n1=s1.tokens_for_90, n2=s_hot.tokens_for_90),
                   format_func=lambda k: t(f"q_entropy_{k}"))
-n_sw = len(SWEEP)
 if q2:
     fig = plots.sweep_figure(SWEEP, sw.entropy_bits[:n_sw], sw.top1_prob[:n_sw], temps,
                              {"title": t("fig_sweep_title"), "entropy": t("sweep_entropy"),
@@ -85,10 +97,8 @@ page.figure(fig, "logits_over_T", {"token": top_tokens[:8],
 
 # ---- continuations (the long part: progress + cache) -------------------------------------
 st.subheader(t("gen_title"))
-eos = m.spec.eos_ids
 with st.spinner(t("gen_running", n=n_new)):
-    greedy_steps = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(0.0), 0, n_new, eos)
-    sampled_steps = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(T), seed, n_new, eos)
+    (greedy_steps, bad), sampled_steps, inputs = later.results()
 labels = {"model": t("lbl_model"), "final": t("lbl_final"), "rank": t("lbl_rank"), "stage_temperature": t("lbl_final")}
 g1, g2 = st.columns(2)
 g1.markdown(f"**{t('gen_greedy')}**")
@@ -100,9 +110,7 @@ st.caption(t("gen_caption"))
 page.notice()
 
 # ---- live checks (lib/concepts/temperature/checks.py) -------------------------------------
-inputs = runtime.cached(checks.check_inputs)(logits, tuple(temps))
 greedy_ids = tuple(s.token for s in greedy_steps)
-bad = runtime.cached(generate.argmax_mismatches)(m.engine, prompt.ids, greedy_ids)
 page.checks(checks.page_checks(inputs, greedy_ids, bad, t))
 page.try_this()
 page.code(temperature.temperature_probs, temperature.entropy_bits, temperature.ranks_identical,

@@ -12,8 +12,9 @@ For one key (function, its arguments' values, the model's key):
                          the cores, at least 2: bounds the class's transient memory) -- except
                          generations whose forwards join the engine's batches
                          (lib.decoding.batching.joins_batches): up to `LLM_LAB_BATCHED_WORKERS`
-                         (8) of them run side by side and share each batched step -- then
-                         stored in memory and on disk.
+                         (64) of them run side by side and share each batched step -- then
+                         stored in memory, and on disk if `persist_if(provenance)` says so
+                         (runtime.cached: every default state, and what took >= 1 s).
 Background work (`before_compute`, the prewarm visitor yielding) waits before it takes a key's
 flight, never while holding one: otherwise a visitor waiting for that key would wait for a
 thread that waits for the visitor (this deadlock hung a page in CI).
@@ -42,8 +43,10 @@ WORKERS = int(os.environ.get("LLM_LAB_WORKERS", "0")) or max(2, (os.cpu_count() 
 _workers = threading.BoundedSemaphore(WORKERS)
 # Generations that join the engine's batches (lib.decoding.batching.joins_batches) have their own,
 # larger limit: together they share each batched step, and each holds only its short cache and
-# one step's logits (README: 30 new prompts at once with 8, 16 and 32 of them).
-BATCHED_WORKERS = int(os.environ.get("LLM_LAB_BATCHED_WORKERS", "16"))
+# one step's logits (at most a few choose their next token at once: generate.CHOOSING). A class
+# of 30 on the temperature page runs 60 (two per prompt). 30 new prompts on a fresh server, one
+# after another (2026-12-01, before the last memory fixes): 16 -> p95 53.8 s, 32 -> 39.2 s, 64 -> 30.9 s.
+BATCHED_WORKERS = int(os.environ.get("LLM_LAB_BATCHED_WORKERS", "64"))
 _batched_workers = threading.BoundedSemaphore(BATCHED_WORKERS)
 
 
@@ -59,9 +62,16 @@ def _libc():
 LIBC = _libc()
 
 
-def trim_memory() -> None:
-    """Give freed heap memory back to the system (glibc keeps it per thread arena otherwise)."""
-    if LIBC is not None:
+_trimmed_at = [0.0]
+
+
+def trim_memory(unless_within_s: float = 0.0) -> None:
+    """Give freed heap memory back to the system (glibc keeps it per thread arena otherwise);
+    skipped if the last trim was less than `unless_within_s` seconds ago (sixty generations
+    finishing together need one trim, not sixty: each walks every heap)."""
+    now = time.monotonic()
+    if LIBC is not None and now - _trimmed_at[0] >= unless_within_s:
+        _trimmed_at[0] = now
         LIBC.malloc_trim(0)
 
 
@@ -149,10 +159,11 @@ def _note(fn_name: str, origin: str, prov: Provenance | None) -> None:
 class Memo:
     """`Memo(fn, key_of, max_entries)(*args, **kw)`: see the module docstring."""
 
-    def __init__(self, fn, key_of, max_entries: int = 32, before_compute=None):
+    def __init__(self, fn, key_of, max_entries: int = 32, before_compute=None, persist_if=None):
         self.fn, self.key_of, self.max_entries = fn, key_of, max_entries
         self.name = result_store.fn_name(fn)
         self.before_compute = before_compute      # e.g. background work yields to visitors here
+        self.persist_if = persist_if              # prov -> write this computed result to disk? (None: always)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
@@ -201,11 +212,11 @@ class Memo:
                         flight.value = self.fn(*args, **kwargs)
                     flight.prov = Provenance.now(time.perf_counter() - t0)
                 if flight.prov.seconds > 0.2:
-                    trim_memory()
+                    trim_memory(unless_within_s=1.0)
                 stats["computed"] += 1
             size = nbytes(flight.value)
             MEMORY.put(k, flight.value, size, flight.prov, self.max_entries)
-            if flight.origin == "computed":
+            if flight.origin == "computed" and (self.persist_if is None or self.persist_if(flight.prov)):
                 STORE.save(self.fn, key, flight.value, flight.prov, size)
             _note(self.name, flight.origin, flight.prov)
             return flight.value

@@ -21,6 +21,7 @@ Teaching mode:
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 
@@ -39,6 +40,13 @@ from lib.ui.state import UrlState
 
 PROMPT_PARAM = "prompt"
 REVEAL_PARAM = "reveal"
+
+
+@functools.lru_cache(maxsize=256)
+def _source_of(fn) -> tuple[str, str]:
+    """(module name, source text) of a lib function, read once per server: inspect.getsource
+    tokenizes the whole file, on every run of every page otherwise."""
+    return inspect.getmodule(fn).__name__, inspect.getsource(fn)
 
 
 class ConceptPage:
@@ -211,9 +219,9 @@ class ConceptPage:
         self.section("the_code")
         st.caption(self.c("code_caption"))
         for fn in fns:
-            module = inspect.getmodule(fn).__name__
+            module, source = _source_of(fn)
             with st.expander(f"`{module}.{fn.__name__}`"):
-                st.code(inspect.getsource(fn), language="python")
+                st.code(source, language="python")
 
     def sources(self) -> None:
         self.section("sources")

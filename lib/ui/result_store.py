@@ -164,8 +164,8 @@ def nbytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
     if id(obj) in seen or _depth > 50:
         return 0
     seen.add(id(obj))
-    if isinstance(obj, torch.Tensor):
-        return obj.numel() * obj.element_size() + 80
+    if isinstance(obj, torch.Tensor):       # a view holds its whole storage
+        return max(obj.numel() * obj.element_size(), obj.untyped_storage().nbytes()) + 80
     if isinstance(obj, np.ndarray):
         return obj.nbytes + 112
     if isinstance(obj, (str, bytes, bytearray, int, float, bool, complex, type(None))):

@@ -182,3 +182,22 @@ def test_a_waiter_computes_itself_when_the_computing_session_is_rerun(fresh):
     got.append(m(1))                      # waits for the first, then computes itself
     t.join()
     assert sorted(map(str, got)) == ["2", "rerun"] and state["n"] == 2
+
+
+def test_a_memo_writes_to_disk_only_what_its_policy_keeps(fresh):
+    """persist_if(provenance) decides: runtime.cached keeps the background visitor's results and
+    a visitor's slow ones; a cheap visitor result stays in memory only."""
+    from lib.ui import prewarm, runtime
+
+    kept = memo.Memo(slow_square, _arg_key, persist_if=lambda prov: prov.seconds >= 0.2)
+    kept(3, delay=0.0)
+    kept(4, delay=0.3)
+    names = sorted(str(f) for f in fresh.rglob("*.pkl"))
+    assert len(names) == 1
+    assert not runtime.worth_persisting(memo.Provenance.now(0.01))
+    assert runtime.worth_persisting(memo.Provenance.now(runtime.PERSIST_MIN_S))
+    prewarm._mine.on = True
+    try:
+        assert runtime.worth_persisting(memo.Provenance.now(0.01))
+    finally:
+        prewarm._mine.on = False

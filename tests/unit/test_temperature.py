@@ -24,6 +24,18 @@ def test_order_is_kept_and_input_untouched():
     assert torch.equal(LOGITS, before)
 
 
+def test_rank_check_with_ties_and_with_a_planted_reordering(monkeypatch):
+    """Equal logits stay tied in id order (identical); a bug that reorders at some T is found,
+    and its count is the number of positions whose token differs from the T = 1 order."""
+    tied = torch.tensor([1.0, 3.0, 1.0, -2.0, 3.0, -2.0, 0.5])
+    assert tm.ranks_identical(tied, [0.05, 0.7, 20.0]) == (True, 0)
+    real = tm.apply_temperature
+    monkeypatch.setattr(tm, "apply_temperature", lambda x, T: real(x, T) if T <= 1 else real(x, T).abs())
+    ok, worst = tm.ranks_identical(tied, [0.5, 2.0])
+    flipped = (tm.rank_order(tied, 2.0) != tm.rank_order(tied, 1.0)).sum()
+    assert not ok and worst == int(flipped) > 0
+
+
 def test_entropy_rises_with_temperature_and_is_bounded():
     sw = tm.sweep(LOGITS, np.geomspace(0.05, 50, 30), top_k=3)
     assert tm.is_monotonic_increasing(sw.entropy_bits)
@@ -43,3 +55,13 @@ def test_tokens_for_mass():
     p = torch.tensor([0.5, 0.3, 0.15, 0.05])
     assert tm.tokens_for_mass(p, 0.5) == 1
     assert tm.tokens_for_mass(p, 0.9) == 3
+
+
+def test_at_temperatures_states_what_the_distribution_at_each_T_says():
+    for a, T in zip(tm.at_temperatures(LOGITS, (0.0, 0.5, 1.0, 3.0)), (0.0, 0.5, 1.0, 3.0)):
+        p = tm.temperature_probs(LOGITS, T)
+        assert a.temperature == T and a.top_id == int(p.argmax()) == 0
+        assert a.top_prob == pytest.approx(float(p.max())) and a.argmax_prob == pytest.approx(float(p[0]))
+        assert a.entropy_bits == pytest.approx(tm.entropy_bits(p))
+        assert a.tokens_for_90 == tm.tokens_for_mass(p, 0.9)
+    assert [a.tokens_for_90 for a in tm.at_temperatures(LOGITS, (0.0, 1.0, 20.0))] == [1, 4, 6]   # 0.56+0.21+0.13 < 0.9

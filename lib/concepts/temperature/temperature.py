@@ -52,6 +52,29 @@ def sweep(logits: torch.Tensor, temperatures, top_k: int = 10) -> TemperatureSwe
     return TemperatureSweep(temps, np.array(ent), np.array(top1), top_ids.numpy(), np.array(tp))
 
 
+@dataclass(frozen=True)
+class AtTemperature:
+    temperature: float
+    entropy_bits: float
+    top_id: int              # the most likely token at this T
+    top_prob: float          # its probability
+    argmax_prob: float       # the probability at this T of the logits' own argmax (T = 1's top token)
+    tokens_for_90: int       # how many of the most likely tokens hold 90% of the probability
+
+
+def at_temperatures(logits: torch.Tensor, temperatures) -> list[AtTemperature]:
+    """The numbers a page states about a few temperatures, one softmax each. Only these small
+    records are returned, so thirty sessions' pages hold no (V,) distributions of their own."""
+    argmax = int(torch.argmax(logits))
+    out = []
+    for T in temperatures:
+        p = temperature_probs(logits, float(T))                                       # (V,)
+        top = int(p.argmax())
+        out.append(AtTemperature(float(T), entropy_bits(p), top, float(p[top]), float(p[argmax]),
+                                 tokens_for_mass(p, 0.9)))
+    return out
+
+
 def rank_order(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """Token ids from most to least likely after dividing by T (stable sort: ties keep id order).
 
@@ -62,12 +85,20 @@ def rank_order(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 
 
 def ranks_identical(logits: torch.Tensor, temperatures) -> tuple[bool, int]:
-    """(all orders equal the T = 1 order, number of positions that differ at worst)."""
-    ref = rank_order(logits, 1.0)
+    """(all orders equal the T = 1 order, number of positions that differ at worst).
+
+    The T = 1 order is sorted once. At each T it is still the order exactly when the scaled
+    logits read in that order never increase, and two equal neighbours were equal logits
+    already (a stable sort keeps their id order): one pass over V values per T, not a sort.
+    Only a T that fails that test is sorted, to count the positions that differ."""
+    ref = rank_order(logits, 1.0)                                                   # (V,)
+    x = logits.double()[ref]                                                        # (V,) descending
     worst = 0
     for T in temperatures:
         if T > 0:
-            worst = max(worst, int((rank_order(logits, float(T)) != ref).sum()))
+            y = apply_temperature(x, float(T))                                      # (V,)
+            if bool(((y[1:] > y[:-1]) | ((y[1:] == y[:-1]) & (x[1:] != x[:-1]))).any()):
+                worst = max(worst, int((rank_order(logits, float(T)) != ref).sum()))
     return worst == 0, worst
 
 
