@@ -8,7 +8,8 @@ script_finished):
                       exception element, a missing page or no finished run (must be 0);
 - class_same_p95_s  : 30 x temperature, default state (p95 of the sessions' times);
 - class_diff_p95_s  : 30 x temperature, 30 different prompts;
-- class_peak_rss_mb : server + children, sampled every 0.2 s over the whole run;
+- class_peak_rss_mb : server + children, sampled every 0.2 s over the whole run (and per phase:
+                      class_peak_rss_mb_by_phase, settle / mix / same / diff);
 - class_single_s / class_single_diff_s : one session alone (default / a new prompt), for scale.
 Results persisted by earlier servers (the cache folder) are used, as after a real restart;
 `--cold` gives the server an empty results folder instead.
@@ -45,7 +46,7 @@ class PeakRss:
     """Samples the RSS of a process and all its children until stopped; keeps the peak (MB)."""
 
     def __init__(self, pid: int, every_s: float = 0.2):
-        self.proc, self.every_s, self.peak = psutil.Process(pid), every_s, 0.0
+        self.proc, self.every_s, self.peak, self.phase_peak = psutil.Process(pid), every_s, 0.0, 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -62,10 +63,16 @@ class PeakRss:
     def _run(self):
         while not self._stop.is_set():
             try:
-                self.peak = max(self.peak, self.now())
+                now = self.now()
+                self.peak, self.phase_peak = max(self.peak, now), max(self.phase_peak, now)
             except psutil.Error:
                 pass
             self._stop.wait(self.every_s)
+
+    def phase(self) -> float:
+        """The peak since the last call (MB), and start a new phase."""
+        peak, self.phase_peak = self.phase_peak, 0.0
+        return round(peak)
 
     def stop(self) -> float:
         self._stop.set()
@@ -143,6 +150,7 @@ def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool
     try:
         _say(f"server up at {url}; settling {settle_s:.0f} s")
         time.sleep(settle_s)
+        peaks = out["class_peak_rss_mb_by_phase"] = {"settle": rss.phase()}
         _say("mix: %d sessions over %d pages" % (sessions, MIX_PAGES))
         out["class_load_avg_start"] = os.getloadavg()[0]
         pages = mix_pages()
@@ -153,6 +161,7 @@ def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool
         out["class_mix_p95_s"] = round(p95([v.seconds for v in mix]), 2)
         out["class_mix_crashes"] = [f"{v.page}: {v.failure or (v.exceptions or ['page not found' if v.page_not_found else 'unfinished'])[0]}"[:200]
                                     for v in crashed][:5]
+        peaks["mix"] = rss.phase()
         _say(f"mix done: {out['class_mix_crashed']} crashed, p95 {out['class_mix_p95_s']} s; single session")
         single = visit(url, "temperature", "")
         out["class_single_s"] = round(single.seconds, 2)
@@ -160,6 +169,7 @@ def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool
         same = class_of(url, [("temperature", "")] * sessions)
         out["class_same_p95_s"] = round(p95([v.seconds for v in same]), 2)
         out["class_same_crashed"] = sum(v.crashed for v in same)
+        peaks["same"] = rss.phase()
         one = visit(url, "temperature", urllib.parse.urlencode({"prompt": f"{RUN_TAG} A quiet morning in the village of"}))
         out["class_single_diff_s"] = round(one.seconds, 2)
         _say(f"same p95 {out['class_same_p95_s']} s; diff: {sessions} prompts")
@@ -167,6 +177,7 @@ def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool
         out["class_diff_p95_s"] = round(p95([v.seconds for v in diff]), 2)
         out["class_diff_median_s"] = round(statistics.median(v.seconds for v in diff), 2)
         out["class_diff_crashed"] = sum(v.crashed for v in diff)
+        peaks["diff"] = rss.phase()
         out["class_load_avg_end"] = os.getloadavg()[0]
     finally:
         out["class_peak_rss_mb"] = round(rss.stop())
