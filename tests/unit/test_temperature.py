@@ -57,6 +57,17 @@ def test_tokens_for_mass():
     assert tm.tokens_for_mass(p, 0.9) == 3
 
 
+@pytest.mark.parametrize("T", [0.05, 0.5, 1.0, 3.0, 50.0])
+def test_tokens_for_mass_sorting_only_likely_tokens_counts_as_sorting_all(T):
+    """The count when only tokens above a floor are sorted equals the count over the whole
+    sorted distribution: peaked (the floor's first guess holds the mass) and nearly flat
+    (the floor must drop, down to sorting everything)."""
+    g = torch.Generator().manual_seed(int(T * 100))
+    p = torch.softmax(torch.randn(262_144, generator=g) * 4 / T, dim=-1)
+    everything = int((torch.cumsum(torch.sort(p, descending=True).values, 0) < 0.9).sum()) + 1
+    assert tm.tokens_for_mass(p, 0.9) == everything
+
+
 def test_at_temperatures_states_what_the_distribution_at_each_T_says():
     for a, T in zip(tm.at_temperatures(LOGITS, (0.0, 0.5, 1.0, 3.0)), (0.0, 0.5, 1.0, 3.0)):
         p = tm.temperature_probs(LOGITS, T)
