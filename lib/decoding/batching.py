@@ -114,6 +114,11 @@ def alone_forward(engine, ids, cache, n_logits: int = 1, argmax: bool = False) -
     return logits.argmax(-1) if argmax else logits
 
 
+# Called by the scheduler thread after each batched step (a server hands freed memory back
+# here: lib.ui.startup).
+AFTER_STEP: list = []
+
+
 class _Request:
     def __init__(self, ids, cache, n_logits, argmax):
         self.ids, self.cache, self.n_logits, self.argmax = ids, cache, n_logits, argmax
@@ -134,6 +139,7 @@ class Scheduler:
         self.seated = 0
         self.steps = 0                    # batched forwards run (for tests and the bench)
         self.rows = 0                     # requests they served
+        self.runs = 0                     # times the scheduler woke to run a batch (one or two forwards)
         threading.Thread(target=self._loop, name="batching-scheduler", daemon=True).start()
 
     def forward(self, ids: torch.Tensor, cache: KVCacheProtocol, n_logits: int = 1,
@@ -181,6 +187,9 @@ class Scheduler:
             self.steps, self.rows = self.steps + 1, self.rows + len(group)
             for r in group:
                 r.done.set()
+        self.runs += 1
+        for hook in AFTER_STEP:
+            hook()
 
 
 class Seat:

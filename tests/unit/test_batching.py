@@ -170,3 +170,25 @@ def test_the_result_budget_counts_the_storage_a_view_holds():
 
     big = torch.zeros(30, 1000)
     assert nbytes(big[3]) >= big.numel() * 4 and nbytes(big[3].clone()) < 2 * 1000 * 4
+
+
+def test_the_after_step_hooks_run_once_per_batched_step(eng, monkeypatch):
+    """A server trims freed memory from the scheduler thread between steps
+    (lib.ui.startup): every batched step ends by calling each AFTER_STEP hook, and a hook
+    that is called does not change anyone's tokens."""
+    calls = []
+    monkeypatch.setattr(batching, "AFTER_STEP", [lambda: calls.append(1)])
+    sched = batching.scheduler_for(eng)
+    runs0 = sched.runs
+    with ThreadPoolExecutor(len(JOBS)) as pool:
+        together = list(pool.map(lambda j: _run(eng, j, 8), JOBS))
+    assert [[s.token for s in r] for r in together] == [[s.token for s in r] for r in (_run(eng, j, 8) for j in JOBS)]
+    assert len(calls) == sched.runs - runs0 > 0
+
+
+def test_a_server_trims_memory_after_batched_steps():
+    from lib.ui import startup
+
+    startup._hand_back_memory_after_steps()
+    startup._hand_back_memory_after_steps()          # once only
+    assert sum(getattr(h, "trims_memory", False) for h in batching.AFTER_STEP) == 1
