@@ -1,4 +1,5 @@
 # make run  : set up (first time), prepare the bundled model (first time), serve the app on :8501
+#             (lib/ui/serve.py: streamlit run app.py, then its background work starts at once)
 # make test : install the test browser if missing, set up, prepare the model, run every test
 # make bench: the benchmark (prints a JSON object as its last line)
 #
@@ -37,7 +38,7 @@ model: setup
 	$(PY) -m lib.model.bundled_model
 
 run: model
-	$(PY) -m streamlit run app.py --server.port $(PORT)
+	$(PY) -m lib.ui.serve --server.port $(PORT)
 
 # Debian's chromium for the browser tests: installed with apt-get when running as root or with
 # passwordless sudo; otherwise stop at once (before the long set-up) with the command to run.

@@ -1,7 +1,8 @@
 """python -m bench --classroom : a class of thirty on one fresh server (issue 12).
 
-Starts `streamlit run app.py` on its own port, waits for /_stcore/health and then `--settle`
-seconds (90), then three scenarios, each 30 sessions at once over Streamlit's own websocket
+Starts the server as `make run` does (lib.ui.serve: `streamlit run app.py`, whose background
+pre-computation then starts at once) on its own port, waits for /_stcore/health and then
+`--settle` seconds (90), then three scenarios, each 30 sessions at once over Streamlit's own websocket
 protocol (lib.ui.visitor: one rerun_script BackMsg per session, ForwardMsgs read until
 script_finished):
 - class_mix_crashed : 30 sessions over 10 pages in their default state; sessions with an
@@ -89,11 +90,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, env: dict | None = None, log=None):
+def start_server(port: int, env: dict | None = None, log=None, serve: bool = False):
     """A fresh `streamlit run app.py` on 127.0.0.1:port; returns (Popen, base url) once its
-    health check answers."""
+    health check answers. `serve=True` starts it as `make run` does (lib.ui.serve: its
+    background work starts at once), else as a host that runs `streamlit run` itself (no script
+    runs before the first visitor)."""
     e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+    how = ["-m", "lib.ui.serve"] if serve else ["-m", "streamlit", "run", str(ROOT / "app.py")]
+    proc = subprocess.Popen([sys.executable, *how,
                              "--server.port", str(port), "--server.headless", "true",
                              "--server.address", "127.0.0.1"],
                             cwd=ROOT, env=e, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT)
@@ -145,7 +149,7 @@ def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool
     tmp = tempfile.TemporaryDirectory(prefix="llm-lab-results-") if cold else None
     env = {"LLM_LAB_RESULTS": tmp.name} if tmp else {}
     log = open(Path(tempfile.gettempdir()) / f"classroom-{port}.log", "wb")
-    proc, url = start_server(port, env, log)
+    proc, url = start_server(port, env, log, serve=True)     # as `make run` starts it
     rss = PeakRss(proc.pid)
     try:
         _say(f"server up at {url}; settling {settle_s:.0f} s")
