@@ -60,14 +60,14 @@ def main(argv: list[str]) -> int:
     port = option(argv, "--server.port", "8501")
     path = option(argv, "--server.baseUrlPath", "").strip("/")
     base = f"http://127.0.0.1:{port}" + (f"/{path}" if path else "")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), *argv])
-    # a container's `docker stop` (SIGTERM) reaches streamlit too
-    signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
+    # streamlit in a session of its own, so that it is stopped once, by this process: Ctrl-C
+    # (SIGINT) and `docker stop` (SIGTERM) are passed on to it (a second signal during its
+    # shutdown aborted it)
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), *argv], start_new_session=True)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda number, frame: proc.send_signal(number) if proc.poll() is None else None)
     threading.Thread(target=wake, args=(base, proc), name="wake", daemon=True).start()
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:             # Ctrl-C reaches streamlit as well (same process group)
-        return proc.wait()
+    return proc.wait()
 
 
 if __name__ == "__main__":
