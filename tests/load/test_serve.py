@@ -11,15 +11,14 @@ import pytest
 from bench.classroom import free_port, start_server, stop_server
 from lib.ui.serve import option
 
-pytestmark = [pytest.mark.load, pytest.mark.real_model]
-
-
 def test_option_reads_both_spellings():
     assert option(["--server.port", "8600", "--x"], "--server.port", "8501") == "8600"
     assert option(["--server.port=8601"], "--server.port", "8501") == "8601"
     assert option([], "--server.port", "8501") == "8501"
 
 
+@pytest.mark.load
+@pytest.mark.real_model
 def test_the_served_app_computes_defaults_before_its_first_visitor(tmp_path):
     results = tmp_path / "results"
     proc, _ = start_server(free_port(), {"LLM_LAB_RESULTS": str(results)}, serve=True)
