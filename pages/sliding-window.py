@@ -54,7 +54,7 @@ st.caption(t("vis_caption", t=step_t, own=own_n, total=total, own_pct=own_n / to
              all_pct=all_n / total))
 
 # ---- 2. memory ----------------------------------------------------------------------------
-bpe = m.engine.embed.element_size()
+bpe = m.engine.dtype.itemsize                  # the K/V cache's bytes per value
 series = {t("layout_dense"): cp.dense()}
 if w_local:
     series[own_name] = cp.window(w_local, "local")

@@ -6,7 +6,9 @@ Projections that read the same input are concatenated along `out`: [Wq | Wk | Wv
 (D, (H + 2 Hkv) d) matrix and [W_gate | W_up] one (D, 2 I) matrix, so a decoding step makes
 4 matrix products per layer instead of 7 (fewer calls, longer streams: ~5 ms less per token
 on this 2-core CPU). The tied embedding / LM head is stored once, as E^T (hidden, vocab) in
-column blocks (lib/core/vocab_matrix.py).
+column blocks (lib/core/vocab_matrix.py) -- or, for the bundled model, whose GGUF stores it as
+Q8_0, as those int8 values and scales (`embed_q8`, `embed_q8_scales`: the same float32 values,
+a quarter of the bytes).
 
 The bundled model's folder keeps these tensors in `engine.safetensors`, which `load` maps
 into memory without copying: the weights then live in the operating system's page cache,
@@ -23,10 +25,10 @@ from typing import Callable
 import numpy as np
 import torch
 
-from lib.core.vocab_matrix import MAX_BLOCKS, VocabMatrix
+from lib.core.vocab_matrix import MAX_BLOCKS, Q8VocabMatrix, VocabMatrix
 
 FILE = "engine.safetensors"
-METADATA = {"layout": "lib.core.engine_weights v2 (fused qkv, gate_up; blocked vocab)"}
+METADATA = {"layout": "lib.core.engine_weights v3 (fused qkv, gate_up; blocked or Q8_0 vocab)"}
 
 
 @dataclass
@@ -47,8 +49,8 @@ class LayerWeights:
 
 @dataclass
 class EngineWeights:
-    embed: VocabMatrix               # E^T (D, V)
-    lm_head: VocabMatrix             # (D, V); the same object as embed when tied
+    embed: VocabMatrix | Q8VocabMatrix     # E^T (D, V)
+    lm_head: VocabMatrix | Q8VocabMatrix   # (D, V); the same object as embed when tied
     final_norm: torch.Tensor         # (D,)
     layers: list[LayerWeights]
 
@@ -128,19 +130,27 @@ def flatten_layer(i: int, layer: LayerWeights) -> dict[str, torch.Tensor]:
             for f in fields(LayerWeights) if getattr(layer, f.name) is not None}
 
 
+def _flatten_vocab(prefix: str, m: VocabMatrix | Q8VocabMatrix) -> dict[str, torch.Tensor]:
+    if isinstance(m, Q8VocabMatrix):
+        return {f"{prefix}_q8": m.q, f"{prefix}_q8_scales": m.scales}
+    return {f"{prefix}_blocks": m.blocks}
+
+
 def flatten(w: EngineWeights) -> dict[str, torch.Tensor]:
-    out = {"embed_blocks": w.embed.blocks, "final_norm": w.final_norm}
+    out = {**_flatten_vocab("embed", w.embed), "final_norm": w.final_norm}
     if w.lm_head is not w.embed:
-        out["lm_head_blocks"] = w.lm_head.blocks
+        out.update(_flatten_vocab("lm_head", w.lm_head))
     for i, layer in enumerate(w.layers):
         out.update(flatten_layer(i, layer))
     return out
 
 
-def layout(spec, shapes: dict[str, tuple[int, ...]], dtype=torch.float32) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+def layout(spec, shapes: dict[str, tuple[int, ...]], dtype=torch.float32,
+           q8_embed: bool = False) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
     """The engine file's tensors (name -> (shape, dtype)) for a model whose transformers-named
     tensors have `shapes`, without building them: what `flatten(from_named(...))` yields
-    (a unit test holds the two equal), for a converter that streams into the file."""
+    (a unit test holds the two equal), for a converter that streams into the file.
+    `q8_embed`: the tied embedding is kept as Q8_0 values and scales (Q8VocabMatrix)."""
     def joined(names: tuple[str, ...], transpose: bool):
         got = [shapes[n] for n in names if n in shapes]
         if not got:
@@ -156,7 +166,15 @@ def layout(spec, shapes: dict[str, tuple[int, ...]], dtype=torch.float32) -> dic
         nb = math.gcd(v, MAX_BLOCKS)
         return (nb, d, v // nb)
 
-    out = {"embed_blocks": vocab("model.embed_tokens.weight")}
+    dtypes = {}                                                # where a tensor's dtype is not `dtype`
+    if q8_embed:
+        if not spec.tied_embeddings:
+            raise ValueError("a Q8_0 vocabulary matrix is only laid out for tied embeddings")
+        v, d = shapes["model.embed_tokens.weight"]
+        out = {"embed_q8": (v, d), "embed_q8_scales": (v, d // Q8VocabMatrix.GROUP)}
+        dtypes = {"embed_q8": torch.int8, "embed_q8_scales": torch.float32}
+    else:
+        out = {"embed_blocks": vocab("model.embed_tokens.weight")}
     if "model.norm.weight" in shapes:
         out["final_norm"] = tuple(shapes["model.norm.weight"])
     if not spec.tied_embeddings:
@@ -166,7 +184,7 @@ def layout(spec, shapes: dict[str, tuple[int, ...]], dtype=torch.float32) -> dic
             shape = joined(tuple(f"model.layers.{i}.{n}" for n in names), how == "T")
             if shape is not None:
                 out[f"layers.{i}.{f}"] = tuple(shape)
-    return {n: (s, dtype) for n, s in out.items()}
+    return {n: (s, dtypes.get(n, dtype)) for n, s in out.items()}
 
 
 def save(w: EngineWeights, path: Path) -> None:
@@ -183,7 +201,7 @@ def load(path: Path, n_layers: int) -> EngineWeights:
         header = json.loads(f.read(n))
     header.pop("__metadata__", None)
     mm = np.memmap(path, dtype=np.uint8, mode="c")
-    dtypes = {"F32": np.float32, "F16": np.float16, "BF16": None}
+    dtypes = {"F32": np.float32, "F16": np.float16, "BF16": None, "I8": np.int8}
     tensors = {}
     for name, info in header.items():
         start, end = info["data_offsets"]
@@ -195,8 +213,13 @@ def load(path: Path, n_layers: int) -> EngineWeights:
         tensors[name] = t.view(info["shape"])
     layers = [LayerWeights(**{f.name: tensors.get(f"layers.{i}.{f.name}") for f in fields(LayerWeights)})
               for i in range(n_layers)]
-    embed = VocabMatrix(tensors["embed_blocks"])
-    head = VocabMatrix(tensors["lm_head_blocks"]) if "lm_head_blocks" in tensors else embed
+    def vocab(prefix: str):
+        if f"{prefix}_q8" in tensors:
+            return Q8VocabMatrix(tensors[f"{prefix}_q8"], tensors[f"{prefix}_q8_scales"])
+        return VocabMatrix(tensors[f"{prefix}_blocks"]) if f"{prefix}_blocks" in tensors else None
+
+    embed = vocab("embed")
+    head = vocab("lm_head") or embed
     return EngineWeights(embed, head, tensors["final_norm"], layers)
 
 

@@ -9,13 +9,15 @@ in memory (lib/model/weights_stream.py; peak ~1 GB resident instead of 3.4 GB):
 
     <cache>/gemma-3-270m-q4km-<sha8>/
         config.json  model.safetensors  tokenizer.json  tokenizer_config.json  ...
-        engine.safetensors  <- the same weights in the engine's layout (lib/core/engine_weights.py),
-                               memory-mapped by the app: no transformers model is built
+        engine.safetensors  <- the same weights in the engine's layout (lib/core/engine_weights.py;
+                               the embedding as the GGUF's Q8_0 int8 values and scales, 179 MB
+                               instead of 671 MB), memory-mapped by the app: no transformers
+                               model is built
         MANIFEST.json       <- written last; lists every file with size and sha256
         VERIFIED.json       <- size and modification time of each file when its hash last matched
 
 A folder whose MANIFEST is missing or does not match its files is partial or corrupt: it is
-deleted and rebuilt, never loaded. Hashing the 2 GB folder takes ~2.4 s, so a start whose
+deleted and rebuilt, never loaded. Hashing the 1.6 GB folder takes ~2.4 s, so a start whose
 files all still have the size and modification time recorded in VERIFIED.json (taken at
 least 2 s after they were last written, so a change in the same clock tick cannot hide)
 skips it; any other start hashes every file again. The cache root is `$LLM_LAB_CACHE`, default
@@ -42,7 +44,7 @@ CACHE_ENV = "LLM_LAB_CACHE"
 MANIFEST = "MANIFEST.json"
 VERIFIED = "VERIFIED.json"
 STABLE_NS = 2_000_000_000     # a file must be this much older than the stamp to be trusted
-FORMAT_VERSION = 4  # bump when the folder layout or conversion changes
+FORMAT_VERSION = 5  # bump when the folder layout or conversion changes
 
 Progress = Callable[[float, str], None]  # (fraction 0..1, message)
 

@@ -14,7 +14,7 @@ def parameter_counts(engine) -> dict[str, int]:
 
 def weight_bytes(engine) -> int:
     seen, total = set(), 0
-    tensors = [engine.embed.blocks, engine.lm_head.blocks, engine.final_norm]
+    tensors = [*engine.embed.storage(), *engine.lm_head.storage(), engine.final_norm]
     for w in engine.layers:
         tensors += [t for t in vars(w).values() if t is not None]
     for t in tensors:

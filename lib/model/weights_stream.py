@@ -5,12 +5,16 @@ then build the engine's layout from it (another 1.07 GB), then serialize: ~3.4 G
 above what a small host (Streamlit Community Cloud: ~2.7 GB for everything) allows. Here
 the two files are laid out first (lib/model/safetensors_writer.py) and filled as the tensors
 are dequantized: one layer's tensors at a time (a few MB), and the 262,144 x 640 embedding in
-slices of `chunk_rows` rows, each written to model.safetensors as is and, transposed, into its
-column block of the engine's vocabulary matrix (one 21 MB block buffer). Peak memory is the
-libraries plus the tokenizer's build, not the model.
+slices of `chunk_rows` rows, each written to model.safetensors as is and into the engine's
+vocabulary matrix. Peak memory is the libraries plus the tokenizer's build, not the model.
 
-Contract: the files are byte-identical to what `safetensors.torch.save_file` wrote from the
-whole state dict (same names, layout, values; the MANIFEST checksums do not change).
+The engine keeps a Q8_0 embedding as the GGUF stores it (int8 values and their scales,
+lib/core/vocab_matrix.Q8VocabMatrix: the same float32 values in a quarter of the bytes); any
+other type is expanded, transposed, into the column blocks of a float32 VocabMatrix.
+
+Contract: model.safetensors is byte-identical to what `safetensors.torch.save_file` wrote from
+the whole dequantized state dict, and the engine file to `engine_weights.save` of the same
+weights (a unit test compares both).
 """
 from __future__ import annotations
 
@@ -24,11 +28,13 @@ import numpy as np
 import torch
 
 from lib.core import engine_weights
+from lib.core.vocab_matrix import Q8VocabMatrix
 from lib.model.gguf_file import GGUFFile
 from lib.model.safetensors_writer import SafetensorsWriter, dtype_name
 
 MODEL_FILE = "model.safetensors"
 EMBED, FINAL_NORM = "token_embd.weight", "output_norm.weight"
+Q8_0 = 8                        # ggml's type number for Q8_0 blocks
 
 
 def dequantized(gguf: GGUFFile, name: str, start: int = 0, stop: int | None = None) -> np.ndarray:
@@ -54,7 +60,8 @@ def write_weights(gguf: GGUFFile, folder: Path, spec, hf_name: Callable[[str], s
             by_layer.setdefault(int(m.group(1)), []).append(n)
         elif n not in (EMBED, FINAL_NORM):
             raise ValueError(f"unexpected tensor {n!r} in a tied Gemma 3 GGUF")
-    engine_plan = {n: (dtype_name(dt), s) for n, (s, dt) in engine_weights.layout(spec, shapes).items()}
+    q8 = spec.tied_embeddings and gguf.tensors[EMBED].ggml_type == Q8_0
+    engine_plan = {n: (dtype_name(dt), s) for n, (s, dt) in engine_weights.layout(spec, shapes, q8_embed=q8).items()}
     model_plan = {n: ("F32", s) for n, s in shapes.items()}
     with SafetensorsWriter(folder / MODEL_FILE, model_plan, {"format": "pt"}) as model, \
             SafetensorsWriter(folder / engine_weights.FILE, engine_plan, engine_weights.METADATA) as engine, \
@@ -74,8 +81,24 @@ def write_weights(gguf: GGUFFile, folder: Path, spec, hf_name: Callable[[str], s
         norm = dequantized(gguf, FINAL_NORM)
         model.write(hf_name(FINAL_NORM), norm)
         engine.write("final_norm", norm)
-        _write_vocab(gguf, model, engine, hf_name(EMBED), engine_plan["embed_blocks"][1], chunk_rows, pool)
+        if q8:
+            _write_q8_vocab(gguf, model, engine, hf_name(EMBED), chunk_rows)
+        else:
+            _write_vocab(gguf, model, engine, hf_name(EMBED), engine_plan["embed_blocks"][1], chunk_rows, pool)
         progress(1.0, "weights written")
+
+
+def _write_q8_vocab(gguf: GGUFFile, model: SafetensorsWriter, engine: SafetensorsWriter,
+                    hf_embed: str, chunk_rows: int) -> None:
+    """A Q8_0 embedding E (V, D): dequantized into model.safetensors, and as its int8 values and
+    scales into the engine's file (`embed_q8`, `embed_q8_scales`), `chunk_rows` rows at a time."""
+    V, D = gguf.tensors[EMBED].shape
+    raw = gguf.raw(EMBED).reshape(V, D // Q8VocabMatrix.GROUP, -1)        # (V, D / 32, 34): scale, 32 x int8
+    for r in range(0, V, chunk_rows):
+        part = Q8VocabMatrix.from_gguf_blocks(raw[r:r + chunk_rows])
+        model.write(hf_embed, part.rows(0, part.vocab), row=r)         # the same values as dequantized(...)
+        engine.write("embed_q8", part.q, row=r)
+        engine.write("embed_q8_scales", part.scales, row=r)
 
 
 def _write_vocab(gguf: GGUFFile, model: SafetensorsWriter, engine: SafetensorsWriter,

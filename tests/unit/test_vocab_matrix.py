@@ -27,3 +27,58 @@ def test_logits_of_a_real_sized_head_equal_the_dense_product():
     e_t = torch.randn(640, 32 * 512, generator=g)
     x = torch.randn(1, 1, 640, generator=g)
     assert (VocabMatrix.from_dense(e_t).logits(x) - x @ e_t).abs().max() <= 1e-5
+
+
+def _q8_of(V: int, D: int, seed: int = 0):
+    """A random (V, D) matrix quantized to GGUF Q8_0 by the gguf package: (raw blocks, the
+    package's own float32 dequantization)."""
+    import gguf
+    import numpy as np
+
+    a = np.random.default_rng(seed).standard_normal((V, D)).astype(np.float32)
+    raw = gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0)            # (V, D / 32 * 34) bytes
+    deq = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q8_0)
+    return raw.reshape(V, D // 32, 34), torch.from_numpy(np.ascontiguousarray(deq, dtype=np.float32))
+
+
+@pytest.mark.parametrize("V", [5000, 97])          # several chunks and a ragged last one; one small chunk
+def test_q8_matrix_reads_exactly_the_dequantized_values(V, monkeypatch):
+    from lib.core.vocab_matrix import Q8VocabMatrix
+
+    monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 1024)
+    raw, e = _q8_of(V, 64)
+    m = Q8VocabMatrix.from_gguf_blocks(raw)
+    assert (m.vocab, m.hidden, m.dtype) == (V, 64, torch.float32)
+    assert m.nbytes == V * 64 + V * 2 * 4 and m.numel() == V * 64
+    assert torch.equal(m.rows(0, V), e) and torch.equal(m.dense(), e.t())     # bit for bit
+    ids = torch.tensor([[0, V - 1, 5], [V // 2, 1, V - 2]])
+    assert torch.equal(m.embed(ids), e[ids])
+    assert torch.equal(m.columns(ids[0]), e[ids[0]].t())
+    g = torch.Generator().manual_seed(2)
+    for n in (1, 3):                                                  # one row, and the many-rows path
+        x = torch.randn(n, 64, generator=g)
+        assert torch.allclose(m.logits(x), x @ e.t(), atol=1e-4, rtol=0)
+        assert torch.allclose(m.logits(x), VocabMatrix.from_dense(e.t()).logits(x), atol=1e-4, rtol=0)
+
+
+def test_q8_matrix_to_another_dtype_is_the_dense_matrix_in_that_dtype(monkeypatch):
+    """A chunk that straddles a column block's edge lands in both blocks."""
+    from lib.core.vocab_matrix import Q8VocabMatrix
+
+    monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 48)          # column blocks are 4096 / 32 = 128 wide
+    raw, e = _q8_of(4096, 32, seed=3)
+    m = Q8VocabMatrix.from_gguf_blocks(raw)
+    assert m.to("cpu", torch.float32) is m
+    for dtype in (torch.bfloat16, torch.float16):
+        half = m.to("cpu", dtype)
+        assert isinstance(half, VocabMatrix) and half.dtype == dtype
+        assert torch.equal(half.blocks, VocabMatrix.from_dense(e.t()).blocks.to(dtype))
+
+
+def test_q8_matrix_refuses_wrong_shapes():
+    from lib.core.vocab_matrix import Q8VocabMatrix
+
+    with pytest.raises(ValueError, match="Q8_0"):
+        Q8VocabMatrix(torch.zeros(4, 30, dtype=torch.int8), torch.ones(4, 1))
+    with pytest.raises(ValueError, match="Q8_0"):
+        Q8VocabMatrix(torch.zeros(4, 64), torch.ones(4, 2))

@@ -52,8 +52,9 @@ def test_writer_refuses_to_close_with_a_missing_tensor(tmp_path):
 _GGUF_OF = {v: k for k, v in bundled_model._LAYER_NAMES.items()}
 
 
-def _tiny_gguf(path, cfg, seed=0):
-    """A Gemma 3 GGUF with random weights: Q8_0 matrices, F32 norms (stored as 1 + w)."""
+def _tiny_gguf(path, cfg, seed=0, embed_type="Q8_0"):
+    """A Gemma 3 GGUF with random weights: Q8_0 matrices (the embedding Q8_0 or F16), F32 norms
+    (stored as 1 + w)."""
     import gguf
     from transformers import Gemma3ForCausalLM
 
@@ -70,6 +71,8 @@ def _tiny_gguf(path, cfg, seed=0):
         a = torch.randn(t.shape).numpy().astype(np.float32)
         if a.ndim == 1:
             w.add_tensor(g, a)
+        elif g == "token_embd.weight" and embed_type == "F16":
+            w.add_tensor(g, a.astype(np.float16))
         else:
             w.add_tensor(g, gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0),
                          raw_dtype=gguf.GGMLQuantizationType.Q8_0)
@@ -80,14 +83,20 @@ def _tiny_gguf(path, cfg, seed=0):
     return GGUFFile(path)
 
 
-def test_streamed_files_equal_the_whole_state_dict_path(tmp_path):
+@pytest.mark.parametrize("embed_type", ["Q8_0", "F16"])
+def test_streamed_files_equal_the_whole_state_dict_path(tmp_path, embed_type):
+    """model.safetensors as save_file wrote it from the dequantized state dict; the engine file
+    as engine_weights.save wrote it: a Q8_0 embedding kept as its int8 values and scales (whose
+    float32 expansion is exactly the dequantized embedding), any other as float32 blocks."""
     from transformers import Gemma3TextConfig
+
+    from lib.core.vocab_matrix import Q8VocabMatrix, VocabMatrix
 
     cfg = Gemma3TextConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                            num_attention_heads=4, num_key_value_heads=1, head_dim=32,
                            query_pre_attn_scalar=32, sliding_window=8, max_position_embeddings=64)
     spec = spec_from_config(cfg)
-    gg = _tiny_gguf(tmp_path / "tiny.gguf", cfg)
+    gg = _tiny_gguf(tmp_path / "tiny.gguf", cfg, embed_type=embed_type)
     # the old path: every tensor dequantized at once, then safetensors' save_file twice
     state = {}
     for n in gg.tensors:
@@ -95,12 +104,20 @@ def test_streamed_files_equal_the_whole_state_dict_path(tmp_path):
         state[bundled_model.hf_name(n)] = torch.from_numpy(a - np.float32(1.0) if n.endswith("norm.weight") else a)
     (tmp_path / "old").mkdir()
     save_file(state, str(tmp_path / "old" / "model.safetensors"), metadata={"format": "pt"})
-    engine_weights.save(engine_weights.from_named(spec, state.get), tmp_path / "old" / engine_weights.FILE)
+    old = engine_weights.from_named(spec, state.get)
+    if embed_type == "Q8_0":
+        q8 = Q8VocabMatrix.from_gguf_blocks(gg.raw("token_embd.weight").reshape(128, 2, 34))
+        assert torch.equal(q8.rows(0, 128), state["model.embed_tokens.weight"])       # bit for bit
+        old = engine_weights.EngineWeights(q8, q8, old.final_norm, old.layers)
+    engine_weights.save(old, tmp_path / "old" / engine_weights.FILE)
     (tmp_path / "new").mkdir()
     write_weights(gg, tmp_path / "new", spec, bundled_model.hf_name, chunk_rows=3)
     for f in ("model.safetensors", engine_weights.FILE):
         assert (tmp_path / "new" / f).read_bytes() == (tmp_path / "old" / f).read_bytes(), f
-    assert engine_weights.load(tmp_path / "new" / engine_weights.FILE, 2).embed.blocks.shape == (32, 64, 4)
+    loaded = engine_weights.load(tmp_path / "new" / engine_weights.FILE, 2)
+    assert isinstance(loaded.embed, Q8VocabMatrix if embed_type == "Q8_0" else VocabMatrix)
+    assert loaded.lm_head is loaded.embed
+    assert torch.equal(loaded.embed.dense(), state["model.embed_tokens.weight"].t())
 
 
 @pytest.mark.parametrize("kind", ["gemma3", "llama", "qwen2"])
@@ -115,3 +132,12 @@ def test_layout_predicts_the_engine_files_tensors(kind):
     built = engine_weights.flatten(engine_weights.from_named(spec, sd.get))
     predicted = engine_weights.layout(spec, {n: tuple(t.shape) for n, t in sd.items()})
     assert predicted == {n: (tuple(t.shape), t.dtype) for n, t in built.items()}
+    if spec.tied_embeddings:                  # the same weights with a Q8_0 vocabulary matrix
+        from lib.core.vocab_matrix import Q8VocabMatrix
+
+        w = engine_weights.from_named(spec, sd.get)
+        e = sd["model.embed_tokens.weight"]
+        q8 = Q8VocabMatrix(torch.zeros(e.shape, dtype=torch.int8), torch.ones(e.shape[0], e.shape[1] // 32))
+        built = engine_weights.flatten(engine_weights.EngineWeights(q8, q8, w.final_norm, w.layers))
+        predicted = engine_weights.layout(spec, {n: tuple(t.shape) for n, t in sd.items()}, q8_embed=True)
+        assert predicted == {n: (tuple(t.shape), t.dtype) for n, t in built.items()}

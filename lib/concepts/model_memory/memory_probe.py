@@ -134,10 +134,12 @@ def tokenizer_mode(args: dict) -> None:
 
 def weights_mode(args: dict) -> None:
     """The weights materialized in memory, one piece at a time: each tensor of engine.safetensors
-    (the large vocabulary matrix one column block at a time) is read from the file into a new
-    float32 tensor (process memory, not file pages: no memory map), measured, converted to a
-    bfloat16 copy, measured, and freed. The sums are the weights' bytes in each dtype; the
-    probe itself never holds more than one piece (~21 MB), so it fits beside a small server."""
+    (the large vocabulary matrix 8,192 rows at a time) is read from the file into a new float32
+    tensor (process memory, not file pages: no memory map), measured, converted to a bfloat16
+    copy, measured, and freed. A Q8_0 vocabulary matrix (int8 values and scales) is read a
+    piece at a time too and expanded to float32 first: what is measured is the float32 and
+    bfloat16 model. The sums are the weights' bytes in each dtype; the probe itself never holds
+    more than one piece (~21 MB), so it fits beside a small server."""
     import torch
 
     from lib.core import engine_weights
@@ -149,23 +151,42 @@ def weights_mode(args: dict) -> None:
     header.pop("__metadata__", None)
     emit("runtime", 0)
     total32 = total16 = n_params = pieces = max_piece = 0
+    rows_per_piece = 8192
+
+    def read(f, info, r0: int, r1: int, dtype):
+        """Rows r0..r1 of a tensor with the given dtype (a new tensor)."""
+        shape, (start, _) = info["shape"], info["data_offsets"]
+        t = torch.empty((r1 - r0, *shape[1:]), dtype=dtype)
+        f.seek(8 + n + start + r0 * t[0].nbytes)
+        f.readinto(t.numpy().reshape(-1).view("uint8"))
+        return t
+
     with path.open("rb", buffering=0) as f:
         for name, info in header.items():
-            shape, (start, end) = info["shape"], info["data_offsets"]
-            if info["dtype"] != "F32":
-                raise SystemExit(f"{name}: expected F32, found {info['dtype']}")
-            rows = shape[0] if shape and (end - start) > (64 << 20) else 1   # split only large tensors
-            piece_shape = shape[1:] if rows > 1 else shape
-            step = (end - start) // rows
-            for r in range(rows):
+            if name.endswith("_q8_scales"):
+                continue                                    # read with its int8 values
+            q8 = info["dtype"] == "I8" and f"{name}_scales" in header
+            if info["dtype"] != "F32" and not q8:
+                raise SystemExit(f"{name}: expected F32 or Q8_0 values, found {info['dtype']}")
+            shape = info["shape"]                           # every engine tensor has >= 1 axis
+            big = q8 or (info["data_offsets"][1] - info["data_offsets"][0]) > (64 << 20)
+            step = (rows_per_piece if q8 else 1) if big else shape[0]
+            for r0 in range(0, shape[0], step):
+                r1 = min(r0 + step, shape[0])
                 trim()
-                before = anon()
-                t = torch.empty(piece_shape, dtype=torch.float32)
-                f.seek(8 + n + start + r * step)
-                f.readinto(t.numpy().reshape(-1).view("uint8"))
+                if q8:
+                    q, sc = read(f, info, r0, r1, torch.int8), read(f, header[f"{name}_scales"], r0, r1, torch.float32)
+                    before = anon()                         # q and its scales are already counted
+                    t = torch.empty(q.shape, dtype=torch.float32)
+                    t.copy_(q).view(r1 - r0, sc.shape[1], -1).mul_(sc[:, :, None])      # in place: no temporary
+                else:
+                    before = anon()
+                    t = read(f, info, r0, r1, torch.float32)
                 mid = anon()
                 half = t.to(torch.bfloat16)
                 after = anon()
+                if q8:
+                    del q, sc
                 total32 += mid - before
                 total16 += after - mid
                 n_params += t.numel()
