@@ -193,13 +193,24 @@ def save(w: EngineWeights, path: Path) -> None:
     save_file(flatten(w), str(path), metadata=METADATA)
 
 
-def load(path: Path, n_layers: int) -> EngineWeights:
-    """Memory-map a file written by `save` (copy-on-write: no copy is made unless written)."""
-    path = Path(path)
-    with path.open("rb") as f:
+def _header(path: Path) -> tuple[int, dict]:
+    """(header length, {tensor name: info}) of a safetensors file, metadata left out."""
+    with Path(path).open("rb") as f:
         n = int.from_bytes(f.read(8), "little")
         header = json.loads(f.read(n))
     header.pop("__metadata__", None)
+    return n, header
+
+
+def parameter_count(path: Path) -> int:
+    """The model parameters in an engine file (a Q8_0 matrix's scales are not parameters)."""
+    return sum(math.prod(info["shape"]) for name, info in _header(path)[1].items() if not name.endswith("_q8_scales"))
+
+
+def load(path: Path, n_layers: int) -> EngineWeights:
+    """Memory-map a file written by `save` (copy-on-write: no copy is made unless written)."""
+    path = Path(path)
+    n, header = _header(path)
     mm = np.memmap(path, dtype=np.uint8, mode="c")
     dtypes = {"F32": np.float32, "F16": np.float16, "BF16": None, "I8": np.int8}
     tensors = {}

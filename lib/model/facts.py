@@ -24,6 +24,15 @@ def weight_bytes(engine) -> int:
     return total
 
 
+def _weights_text(m, t) -> str:
+    from lib.core.vocab_matrix import Q8VocabMatrix
+
+    mib, dtype = weight_bytes(m.engine) / 2**20, str(m.dtype).replace("torch.", "")
+    if isinstance(m.engine.embed, Q8VocabMatrix):
+        return t("weights_value_q8", mib=mib, dtype=dtype)
+    return f"{mib:,.0f} MiB ({dtype})"
+
+
 def model_facts(m, t) -> dict[str, str]:
     """{label key: value text} for the home page table; t is the page's Texts."""
     s = m.spec
@@ -44,7 +53,7 @@ def model_facts(m, t) -> dict[str, str]:
         "fact_rope": " / ".join(f"{x:,.0f}" for x in thetas),
         "fact_params": t("fact_params_value", total=counts["total"], embed=counts["embedding"],
                          rest=counts["blocks"] + counts["lm_head"]),
-        "fact_weights": f"{weight_bytes(m.engine) / 2**20:,.0f} MiB ({str(m.dtype).replace('torch.', '')})",
+        "fact_weights": _weights_text(m, t),
         "fact_context": f"{s.max_context:,}",
         "fact_device": m.device,
     }

@@ -65,8 +65,11 @@ def estimate_mb(source: str, dtype: str) -> float:
         from lib.model import bundled_model
 
         f = bundled_model.bundled_folder() / engine_weights.FILE
-        fp32 = f.stat().st_size if f.exists() else 1.1e9
-        return fp32 / 4 * per / 2**20
+        if not f.exists():
+            return 1.1e9 * per / 4 / 2**20
+        if dtype == "float32":                # memory-mapped as stored (the vocabulary as Q8_0)
+            return f.stat().st_size / 2**20
+        return engine_weights.parameter_count(f) * per / 2**20
     folder = source if model_loader._exists(source) else None
     if folder is None:
         return 1500.0                     # unknown until downloaded: assume a small model

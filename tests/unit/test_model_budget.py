@@ -37,5 +37,17 @@ def test_visitor_models_can_be_switched_off(no_models, monkeypatch):
     runtime._load(*runtime.server_choice())                  # the server's own model always loads
 
 
-def test_estimates_scale_with_the_dtype():
-    assert runtime.estimate_mb("bundled", "bfloat16") == pytest.approx(runtime.estimate_mb("bundled", "float32") / 2)
+def test_estimates_follow_the_stored_file_and_the_dtype():
+    """float32 maps the engine file as stored (its vocabulary Q8_0); 16-bit dtypes hold every
+    parameter in 2 bytes."""
+    from lib.core import engine_weights
+    from lib.model import bundled_model
+
+    f = bundled_model.bundled_folder() / engine_weights.FILE
+    if not f.exists():
+        pytest.skip("the bundled model is not prepared")
+    assert runtime.estimate_mb("bundled", "float32") == pytest.approx(f.stat().st_size / 2**20)
+    b16 = runtime.estimate_mb("bundled", "bfloat16")
+    assert b16 == pytest.approx(runtime.estimate_mb("bundled", "float16"))
+    assert b16 == pytest.approx(engine_weights.parameter_count(f) * 2 / 2**20)
+    assert 260e6 < engine_weights.parameter_count(f) < 280e6            # Gemma 3 270M

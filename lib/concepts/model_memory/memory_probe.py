@@ -110,9 +110,16 @@ def kv_mode(args: dict) -> None:
             del cache, z
 
 
-def _folder():
+def _folder(args: dict):
+    """The bundled model's folder: args["folder"] when the server passes it (then this probe
+    imports nothing of the project's model code, and so no torch), else looked up."""
     from pathlib import Path
 
+    if args.get("folder"):
+        folder = Path(args["folder"])
+        if not (folder / "MANIFEST.json").is_file():
+            raise SystemExit(f"the bundled model is not prepared in {folder}")
+        return folder
     from lib.model import bundled_model
 
     folder = bundled_model.bundled_folder()
@@ -126,7 +133,7 @@ def tokenizer_mode(args: dict) -> None:
     loading tokenizer.json, without torch or transformers in the process (a smaller probe)."""
     from tokenizers import Tokenizer
 
-    folder = _folder()
+    folder = _folder(args)
     before = anon()
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
     emit("tokenizer", before, vocab=tok.get_vocab_size())
@@ -144,7 +151,7 @@ def weights_mode(args: dict) -> None:
 
     from lib.core import engine_weights
 
-    path = _folder() / engine_weights.FILE
+    path = _folder(args) / engine_weights.FILE
     with path.open("rb") as f:
         n = int.from_bytes(f.read(8), "little")
         header = json.loads(f.read(n))
@@ -233,7 +240,7 @@ def prefill_mode(args: dict) -> None:
     from lib.core.vocab_matrix import VocabMatrix
 
     torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
-    folder = _folder()
+    folder = _folder(args)
     spec = spec_from_config(AutoConfig.from_pretrained(str(folder), local_files_only=True))
     emit("runtime", 0)                  # Python + torch + transformers, before any model data
     k = min(int(args.get("layers", spec.n_layers)), spec.n_layers)

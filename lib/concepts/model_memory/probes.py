@@ -85,6 +85,9 @@ def run_probe(args: dict, need: float, on_step: Callable[[str], None] | None = N
     not the allocator's leftovers."""
     import time
 
+    from lib.model.bundled_model import bundled_folder
+
+    args = {"folder": str(bundled_folder()), **args}     # the probe then needs no model code to find it
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if args.get("mode") != "tokenizer":      # tensors only: the Rust tokenizer's parse peaks higher with it
         env.update(MALLOC_MMAP_THRESHOLD_="65536", MALLOC_ARENA_MAX="2")
