@@ -97,7 +97,8 @@ def memory_bandwidth_gbs(repeat: int = 7) -> float:
 
 
 def decode_speed(repeat: int = 5) -> dict:
-    """The app's greedy decode vs transformers `generate` (same weights, fp32, prompt, token count)."""
+    """The app's greedy decode vs transformers `generate` (same weights, fp32, prompt, token count),
+    and the same engine with its Q8_0 vocabulary matrix expanded to float32 (LLM_LAB_VOCAB=float32)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -111,6 +112,15 @@ def decode_speed(repeat: int = 5) -> dict:
     hf = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     eng = model_loader.load("bundled", "cpu").engine   # the app's engine: the same weights, memory-mapped
     prompt_cache(eng).max_bytes = 0                    # every timed run prefills, as transformers' does
+    from lib.core.engine import Engine
+    from lib.core.engine_weights import EngineWeights
+    from lib.core.vocab_matrix import Q8VocabMatrix
+
+    eng32 = None
+    if isinstance(eng.embed, Q8VocabMatrix):           # the server's other choice, side by side
+        vocab = eng.embed.expanded()
+        eng32 = Engine(eng.spec, EngineWeights(vocab, vocab, eng.final_norm, eng.layers), key="bench|float32-vocab")
+        prompt_cache(eng32).max_bytes = 0
     ids = tok(PROMPT, return_tensors="pt").input_ids
     prompt = ids[0].tolist()
 
@@ -122,13 +132,25 @@ def decode_speed(repeat: int = 5) -> dict:
             out = hf.generate(ids, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False)
         return out[0, ids.shape[1]:].tolist()
 
+    def ours32():
+        return greedy(eng32, prompt, NEW_TOKENS).new_ids
+
     same = ours() == theirs()  # also the warm-up
-    t_ours, t_hf = [], []
-    for _ in range(repeat):  # interleaved, so both see the same machine load
+    same32 = eng32 is None or ours32() == theirs()
+    t_ours, t_hf, t_32 = [], [], []
+    for _ in range(repeat):  # interleaved, so all see the same machine load
         t0 = time.perf_counter(); ours(); t_ours.append(time.perf_counter() - t0)
         t0 = time.perf_counter(); theirs(); t_hf.append(time.perf_counter() - t0)
+        if eng32 is not None:
+            t0 = time.perf_counter(); ours32(); t_32.append(time.perf_counter() - t0)
     ours_tok_s = NEW_TOKENS / statistics.median(t_ours)
     hf_tok_s = NEW_TOKENS / statistics.median(t_hf)
+    vocab32 = {}
+    if eng32 is not None:
+        v32 = NEW_TOKENS / statistics.median(t_32)
+        vocab32 = {"decode_tok_s_float32_vocab": v32, "decode_speedup_float32_vocab": v32 / hf_tok_s,
+                   "decode_same_tokens_float32_vocab": same32}
+        del eng32, vocab
 
     # Parity on a long prompt (past the 512-token window) against transformers eager attention.
     from lib.model.long_text import long_text
@@ -147,6 +169,7 @@ def decode_speed(repeat: int = 5) -> dict:
         "memory_bandwidth_gbs": bw, "weight_bytes_per_token": bytes_per_token,
         "bandwidth_bound_tok_s": bound, "decode_fraction_of_bound": ours_tok_s / bound,
         "logits_max_abs_diff": float((ours_logits - ref).abs().max()), "logits_prompt_tokens": long_ids.shape[1],
+        **vocab32,
     }
 
 
