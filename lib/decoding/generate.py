@@ -140,7 +140,7 @@ def choose_token(raw: torch.Tensor, cfg: SamplingConfig, gen: torch.Generator,
     """One step's choice: the sampling pipeline on raw logits (V,), then one draw from `gen`
     (T = 0: the argmax, no draw). Every generator's per-token choice is this function."""
     res = run_pipeline(raw, cfg, context=context)
-    return res, sample_next(res.probs, gen)
+    return res, sample_next(res.probs, gen, res.kept_count)
 
 
 # Choosing a token works on whole-vocabulary tensors (~7 MB for 262,144 tokens: the pipeline's

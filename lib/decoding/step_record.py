@@ -48,9 +48,14 @@ def describe_step(raw: torch.Tensor, res: PipelineResult, token: int, top_n: int
     idx = torch.tensor(alt)
     stages, prev = [], model_p
     for rec in res.stages:
-        p = model_p if rec.logits is raw else torch.softmax(rec.logits, dim=-1)   # (V,) input: done
+        final = rec is res.stages[-1] and not res.greedy      # then softmax(rec.logits) is res.probs
+        if rec.logits is raw:
+            p = model_p                                                          # (V,) the input: done
+        else:
+            p = res.probs if final else torch.softmax(rec.logits, dim=-1)        # (V,)
         mass = float(prev[rec.kept].double().sum()) if rec.kept is not None else None
-        stages.append(StageView(rec.name, int((p > 0).sum()), mass, tuple(p[idx].tolist())))
+        kept = res.kept_count if final else int((p > 0).sum())
+        stages.append(StageView(rec.name, kept, mass, tuple(p[idx].tolist())))
         prev = p
     return StepRecord(
         token=int(token), prob=float(res.probs[token]), model_prob=float(model_p[token]),

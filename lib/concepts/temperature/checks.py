@@ -42,11 +42,15 @@ def check_inputs(logits: torch.Tensor, temperatures=()) -> CheckInputs:
     """Everything the checks need, computed by the page's lib functions and by references."""
     temps = tuple(sorted(set(CHECK_TEMPS) | {float(x) for x in temperatures if x > 0}))
     same, worst = tm.ranks_identical(logits, temps)
-    ent = [tm.entropy_bits(tm.temperature_probs(logits, T)) for T in temps]
+    ent, hf_diff = [], 0.0
+    for T in temps:                        # one softmax of ours per T, for the entropy and transformers' diff
+        p = tm.temperature_probs(logits, T)                                             # (V,)
+        ent.append(tm.entropy_bits(p))
+        hf_diff = max(hf_diff, tm.max_diff_vs_transformers(logits, (T,), {T: p}))
     ref = [float(torch.distributions.Categorical(logits=logits.double() / T).entropy()) / math.log(2)
            for T in temps]
     p0 = tm.temperature_probs(logits, 0.0)                                              # (V,)
-    return CheckInputs(temps, int(logits.shape[-1]), same, worst, tm.max_diff_vs_transformers(logits, temps),
+    return CheckInputs(temps, int(logits.shape[-1]), same, worst, hf_diff,
                        tuple(ent), float(np.max(np.abs(np.subtract(ent, ref)) / np.maximum(ref, 1e-3))),
                        int(torch.argmax(logits)), int(p0.argmax()), float(p0.max()))
 

@@ -105,8 +105,9 @@ def ranks_identical(logits: torch.Tensor, temperatures) -> tuple[bool, int]:
     return worst == 0, worst
 
 
-def max_diff_vs_transformers(logits: torch.Tensor, temperatures) -> float:
-    """max |our probs - softmax(TemperatureLogitsWarper(T)(logits))| over T > 0."""
+def max_diff_vs_transformers(logits: torch.Tensor, temperatures, ours=None) -> float:
+    """max |our probs - softmax(TemperatureLogitsWarper(T)(logits))| over T > 0. `ours`:
+    {T: temperature_probs(logits, T)} already computed by the caller (else computed here)."""
     from transformers import TemperatureLogitsWarper
 
     worst = 0.0
@@ -114,7 +115,8 @@ def max_diff_vs_transformers(logits: torch.Tensor, temperatures) -> float:
     for T in temperatures:
         if T > 0:
             theirs = torch.softmax(TemperatureLogitsWarper(float(T))(None, x.clone()), dim=-1)[0]
-            worst = max(worst, float((temperature_probs(logits, float(T)) - theirs).abs().max()))
+            p = ours[T] if ours is not None and T in ours else temperature_probs(logits, float(T))
+            worst = max(worst, float((p - theirs).abs().max()))
     return worst
 
 
