@@ -117,3 +117,23 @@ def test_the_apps_slimmer_tokenizer_encodes_and_decodes_like_a_fresh_one(real_mo
         assert ours.convert_ids_to_tokens(ids) == fresh.convert_ids_to_tokens(ids)
     assert (ours.bos_token_id, ours.eos_token_id, ours.pad_token_id, len(ours)) == \
            (fresh.bos_token_id, fresh.eos_token_id, fresh.pad_token_id, len(fresh))
+
+
+def test_float32_vocabulary_option_expands_the_q8_matrix(real_model, monkeypatch):
+    """LLM_LAB_VOCAB=float32: the server's choice of the faster, larger vocabulary matrix. The
+    same values (bit for bit), its own engine key (results are not shared with the Q8_0 one),
+    the same greedy tokens and logits within float rounding."""
+    from lib.core.vocab_matrix import Q8VocabMatrix, VocabMatrix
+    from lib.model import model_loader
+
+    assert isinstance(real_model.engine.embed, Q8VocabMatrix)
+    monkeypatch.setenv(model_loader.VOCAB_ENV, "float32")
+    m32 = model_loader.load("bundled", "cpu")
+    e32, e8 = m32.engine, real_model.engine
+    assert isinstance(e32.embed, VocabMatrix) and e32.lm_head is e32.embed and e32.key != e8.key
+    assert torch.equal(e32.embed.blocks[3].t(), e8.embed.rows(3 * 8192, 4 * 8192))
+    ids = [2, 818, 5279, 529, 7001, 563]
+    a = e32.forward(torch.tensor([ids]), e32.new_cache())
+    b = e8.forward(torch.tensor([ids]), e8.new_cache())
+    assert (a - b).abs().max() <= 1e-4
+    assert greedy(e32, ids, 8).new_ids == greedy(e8, ids, 8).new_ids
