@@ -55,7 +55,7 @@ for col, groups in zip(st.columns(len(COLUMNS)), COLUMNS):
 st.subheader(t("facts_title"))
 m = runtime.model()
 st.caption(t("facts_intro"))
-rows = "\n".join(f"| {t(k)} | {v} |" for k, v in model_facts(m, t).items())
+rows = "\n".join(f"| {t(k)} | {v} |" for k, v in model_facts(m, t, runtime.model_name(m)).items())
 st.markdown(f"| | |\n|---|---|\n{rows}")
 if m.source == "bundled":
     st.info(t("quant_note"))

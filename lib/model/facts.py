@@ -30,30 +30,31 @@ def _weights_text(m, t) -> str:
     mib, dtype = weight_bytes(m.engine) / 2**20, str(m.dtype).replace("torch.", "")
     if isinstance(m.engine.embed, Q8VocabMatrix):
         return t("weights_value_q8", mib=mib, dtype=dtype)
-    return f"{mib:,.0f} MiB ({dtype})"
+    return f"{t.num(mib, ',.0f')} MiB ({dtype})"
 
 
-def model_facts(m, t) -> dict[str, str]:
-    """{label key: value text} for the home page table; t is the page's Texts."""
+def model_facts(m, t, name: str | None = None) -> dict[str, str]:
+    """{label key: value text} for the home page table; t is the page's Texts (numbers are
+    written with its language's separators), `name` the model's name in that language."""
     s = m.spec
     glob = [i for i, w in enumerate(s.windows) if w is None]
     counts = parameter_counts(m.engine)
     thetas = sorted(set(s.rope_thetas))
     return {
-        "fact_name": m.name,
+        "fact_name": name or m.name,
         "fact_layers": str(s.n_layers),
         "fact_hidden": str(s.hidden),
         "fact_mlp": f"{s.intermediate} ({s.activation})",
         "fact_heads": f"{s.n_heads} / {s.n_kv_heads}",
         "fact_head_dim": str(s.head_dim),
-        "fact_vocab": f"{s.vocab:,}",
+        "fact_vocab": t.num(s.vocab, ","),
         "fact_window": str(next((w for w in s.windows if w), "—")),
         "fact_layout": t("layout_value", local=s.n_layers - len(glob), glob=len(glob),
                          which=", ".join(map(str, glob))),
-        "fact_rope": " / ".join(f"{x:,.0f}" for x in thetas),
+        "fact_rope": " / ".join(t.num(x, ",.0f") for x in thetas),
         "fact_params": t("fact_params_value", total=counts["total"], embed=counts["embedding"],
                          rest=counts["blocks"] + counts["lm_head"]),
         "fact_weights": _weights_text(m, t),
-        "fact_context": f"{s.max_context:,}",
+        "fact_context": t.num(s.max_context, ","),
         "fact_device": m.device,
     }
