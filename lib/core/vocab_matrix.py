@@ -99,10 +99,6 @@ class VocabMatrix:
     def element_size(self) -> int:
         return self.blocks.element_size()
 
-    @property
-    def nbytes(self) -> int:
-        return self.blocks.nbytes
-
     def storage(self) -> list[torch.Tensor]:
         """The tensors that hold the matrix (for memory accounting)."""
         return [self.blocks]
@@ -170,7 +166,7 @@ class Q8VocabMatrix:
 
     def dense(self) -> torch.Tensor:
         """E^T as one float32 (D, V) tensor (a copy: 4 V D bytes)."""
-        return self.embed(torch.arange(self.vocab)[None])[0].t()
+        return self.rows(0, self.vocab).t()
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """The LM head: x (..., D) -> x @ E^T (..., V), CHUNK rows of E expanded at a time."""
@@ -198,10 +194,6 @@ class Q8VocabMatrix:
     def numel(self) -> int:
         return self.q.numel()
 
-    @property
-    def nbytes(self) -> int:
-        return self.q.nbytes + self.scales.nbytes
-
     def storage(self) -> list[torch.Tensor]:
         return [self.q, self.scales]
 
@@ -213,17 +205,11 @@ class Q8VocabMatrix:
 
     def expanded(self, device="cpu", dtype=torch.float32) -> VocabMatrix:
         """The same matrix as a dense, blocked VocabMatrix (4 V D bytes in float32: faster for
-        one decoding token, four times the memory), built CHUNK rows at a time (never a whole
-        float32 copy on the way)."""
+        one decoding token, four times the memory), built one column block at a time (block b
+        is E[b W:(b + 1) W]^T, W = V / nb: never a whole float32 copy on the way)."""
         nb = math.gcd(self.vocab, MAX_BLOCKS)
         width = self.vocab // nb
         blocks = torch.empty(nb, self.hidden, width, dtype=dtype, device=device)   # (nb, D, V / nb)
-        for s in range(0, self.vocab, self.CHUNK):
-            e = self.rows(s, s + self.CHUNK)                                     # (c, D)
-            done = 0
-            while done < e.shape[0]:                  # a chunk may straddle a block's edge
-                b, c0 = divmod(s + done, width)
-                n = min(e.shape[0] - done, width - c0)
-                blocks[b, :, c0:c0 + n] = e[done:done + n].t().to(device=device, dtype=dtype)
-                done += n
+        for b in range(nb):
+            blocks[b] = self.rows(b * width, (b + 1) * width).t().to(device=device, dtype=dtype)
         return VocabMatrix(blocks)

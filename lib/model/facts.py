@@ -1,6 +1,8 @@
 """Facts about the loaded model, read from its spec/config and its tensors (never typed in)."""
 from __future__ import annotations
 
+from lib.core.vocab_matrix import Q8VocabMatrix
+
 
 def parameter_counts(engine) -> dict[str, int]:
     """Embedding and transformer-block parameter counts, counted from the engine's tensors."""
@@ -25,8 +27,6 @@ def weight_bytes(engine) -> int:
 
 
 def _weights_text(m, t) -> str:
-    from lib.core.vocab_matrix import Q8VocabMatrix
-
     mib, dtype = weight_bytes(m.engine) / 2**20, str(m.dtype).replace("torch.", "")
     if isinstance(m.engine.embed, Q8VocabMatrix):
         return t("weights_value_q8", mib=mib, dtype=dtype)

@@ -49,6 +49,9 @@ def test_entropy_of_uniform_is_log2_n():
 
 def test_matches_transformers_warper():
     assert tm.max_diff_vs_transformers(LOGITS, [0.3, 1.0, 7.0]) < 1e-7
+    # the caller's own probabilities are what is compared: a wrong one shows
+    assert tm.diff_vs_transformers(LOGITS, 0.3, tm.temperature_probs(LOGITS, 0.3)) < 1e-7
+    assert tm.diff_vs_transformers(LOGITS, 0.3, tm.temperature_probs(LOGITS, 1.0)) > 1e-3
 
 
 def test_tokens_for_mass():

@@ -46,7 +46,7 @@ def check_inputs(logits: torch.Tensor, temperatures=()) -> CheckInputs:
     for T in temps:                        # one softmax of ours per T, for the entropy and transformers' diff
         p = tm.temperature_probs(logits, T)                                             # (V,)
         ent.append(tm.entropy_bits(p))
-        hf_diff = max(hf_diff, tm.max_diff_vs_transformers(logits, (T,), {T: p}))
+        hf_diff = max(hf_diff, tm.diff_vs_transformers(logits, T, p))
     ref = [float(torch.distributions.Categorical(logits=logits.double() / T).entropy()) / math.log(2)
            for T in temps]
     p0 = tm.temperature_probs(logits, 0.0)                                              # (V,)

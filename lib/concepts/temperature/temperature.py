@@ -105,19 +105,19 @@ def ranks_identical(logits: torch.Tensor, temperatures) -> tuple[bool, int]:
     return worst == 0, worst
 
 
-def max_diff_vs_transformers(logits: torch.Tensor, temperatures, ours=None) -> float:
-    """max |our probs - softmax(TemperatureLogitsWarper(T)(logits))| over T > 0. `ours`:
-    {T: temperature_probs(logits, T)} already computed by the caller (else computed here)."""
+def diff_vs_transformers(logits: torch.Tensor, temperature: float, ours: torch.Tensor | None = None) -> float:
+    """max |our probs - softmax(TemperatureLogitsWarper(T)(logits))| at one T > 0. `ours`:
+    temperature_probs(logits, T) if the caller has it already (else computed here)."""
     from transformers import TemperatureLogitsWarper
 
-    worst = 0.0
-    x = logits.float()[None]
-    for T in temperatures:
-        if T > 0:
-            theirs = torch.softmax(TemperatureLogitsWarper(float(T))(None, x.clone()), dim=-1)[0]
-            p = ours[T] if ours is not None and T in ours else temperature_probs(logits, float(T))
-            worst = max(worst, float((p - theirs).abs().max()))
-    return worst
+    theirs = torch.softmax(TemperatureLogitsWarper(float(temperature))(None, logits.float()[None].clone()), dim=-1)[0]
+    p = ours if ours is not None else temperature_probs(logits, float(temperature))
+    return float((p - theirs).abs().max())
+
+
+def max_diff_vs_transformers(logits: torch.Tensor, temperatures) -> float:
+    """max |our probs - transformers' TemperatureLogitsWarper probs| over the T > 0."""
+    return max((diff_vs_transformers(logits, float(T)) for T in temperatures if T > 0), default=0.0)
 
 
 def is_monotonic_increasing(values, tol: float = 1e-9) -> bool:
