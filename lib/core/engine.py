@@ -155,6 +155,12 @@ class Engine:
         soft-capped where the model does it (Gemma 2)."""
         return soft_cap(self.lm_head.logits(x), self.spec.final_softcap)
 
+    def head_argmax(self, x: torch.Tensor) -> torch.Tensor:
+        """The LM head's argmax token ids: x (..., D) -> (...), the same as
+        head(x).argmax(-1) without holding the (..., V) logits."""
+        cap = self.spec.final_softcap
+        return self.lm_head.argmax(x, transform=(lambda y: soft_cap(y, cap)) if cap else None)
+
     # ---- internals -----------------------------------------------------------------------
     @staticmethod
     def _hook(hooks: Hooks, name: str, layer: int, x: torch.Tensor) -> torch.Tensor:

@@ -43,6 +43,20 @@ def _onednn_linear():
 ONEDNN_LINEAR = _onednn_linear()
 
 
+def running_argmax(chunks, n_rows: int, transform=None) -> torch.Tensor:
+    """The argmax over the vocabulary, one chunk of logits at a time: `chunks` yields
+    (first token id, logits (n_rows, c)); `transform` (e.g. a soft cap) is applied to each
+    chunk first. The same ids as torch.argmax over the whole (n_rows, V) logits (its first
+    index of the maximum: a later chunk wins only if strictly larger), without holding them."""
+    best = torch.full((n_rows,), float("-inf"))                               # (N,)
+    ids = torch.zeros(n_rows, dtype=torch.long)                               # (N,)
+    for start, y in chunks:
+        v, i = (transform(y) if transform is not None else y).max(-1)        # (N,), (N,)
+        better = v > best
+        best, ids = torch.where(better, v, best), torch.where(better, i + start, ids)
+    return ids
+
+
 class VocabMatrix:
     """E^T (D, V) kept as `blocks` (nb, D, V / nb); column t lives in block t // (V / nb)."""
 
@@ -83,6 +97,15 @@ class VocabMatrix:
         else:
             y = torch.matmul(rows[None], self.blocks).permute(1, 0, 2)     # (N, nb, V / nb)
         return y.reshape(*lead, self.vocab)
+
+    def argmax(self, x: torch.Tensor, transform=None) -> torch.Tensor:
+        """argmax over the vocabulary of transform(x @ E^T): x (..., D) -> ids (...), one
+        column block at a time (never the (..., V) logits)."""
+        rows = x.reshape(-1, self.hidden)                                  # (N, D)
+        many = rows.shape[0] >= MANY_ROWS and ONEDNN_LINEAR is not None and rows.dtype == torch.float32
+        chunks = ((i * self.block_width, ONEDNN_LINEAR(rows, block.t()) if many else rows @ block)
+                  for i, block in enumerate(self.blocks))
+        return running_argmax(chunks, rows.shape[0], transform).reshape(x.shape[:-1])
 
     # tensor-like facts, for memory accounting
     @property
@@ -173,15 +196,23 @@ class Q8VocabMatrix:
         lead = x.shape[:-1]
         rows = x.reshape(-1, self.hidden).float()                             # (N, D)
         y = rows.new_empty(rows.shape[0], self.vocab)                         # (N, V)
+        for s, chunk in self._chunks(rows):
+            y[:, s:s + chunk.shape[1]] = chunk
+        return y.reshape(*lead, self.vocab)
+
+    def argmax(self, x: torch.Tensor, transform=None) -> torch.Tensor:
+        """argmax over the vocabulary of transform(x @ E^T): x (..., D) -> ids (...), each
+        CHUNK of E expanded once for all rows (never the (..., V) logits)."""
+        rows = x.reshape(-1, self.hidden).float()                             # (N, D)
+        return running_argmax(self._chunks(rows), rows.shape[0], transform).reshape(x.shape[:-1])
+
+    def _chunks(self, rows: torch.Tensor):
+        """Yield (s, rows @ E[s:s+c]^T (N, c)) for s = 0, CHUNK, ..., V - c."""
         buf = torch.empty(self.CHUNK, self.hidden)                            # (CHUNK, D), reused
         many = rows.shape[0] >= MANY_ROWS and ONEDNN_LINEAR is not None
         for s in range(0, self.vocab, self.CHUNK):
             w = self.rows(s, s + self.CHUNK, buf)                             # (c, D) = E[s:s+c]
-            if many:
-                y[:, s:s + w.shape[0]] = ONEDNN_LINEAR(rows, w)
-            else:
-                torch.matmul(rows, w.t(), out=y[:, s:s + w.shape[0]])
-        return y.reshape(*lead, self.vocab)
+            yield s, ONEDNN_LINEAR(rows, w) if many else rows @ w.t()
 
     @property
     def device(self) -> torch.device:

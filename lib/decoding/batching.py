@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from contextlib import contextmanager
 
@@ -30,7 +31,7 @@ import torch
 
 from lib.core.cache.protocol import PAD_POSITION, KVCacheProtocol
 
-GATHER_S = 0.03        # how long a step waits for seated sessions still sampling their last token
+GATHER_S = 0.03        # how long a step waits for seated sessions that are new to the batch
 ENABLED = os.environ.get("LLM_LAB_BATCHING", "1") != "0"
 
 
@@ -67,16 +68,13 @@ class BatchOfCaches:
         return sum(c.nbytes() for c in self.caches)
 
 
-HEAD_CHUNK_ROWS = 64     # rows whose argmax is all that is wanted go through the LM head this many at a time
-
-
 def batched_forward(engine, requests: list[tuple]) -> list[torch.Tensor]:
     """One engine forward for several (ids (1, T_i), own cache[, n_logits[, argmax]]) requests;
     each request's logits of its last n_logits positions (default 1): (1, n_logits, V), as if it
     had run alone, or with argmax=True only their argmax token ids (1, n_logits). Rows are
-    padded on the right; the LM head runs once on the rows whose logits are wanted, and in chunks
-    of HEAD_CHUNK_ROWS on the argmax rows (thirty teacher-forced checks of 12 tokens would
-    otherwise hold 360 x 1 MB of logits at once)."""
+    padded on the right; the LM head runs once on the rows whose logits are wanted, and once,
+    one vocabulary chunk at a time, on the argmax rows (Engine.head_argmax: thirty
+    teacher-forced checks of 12 tokens would otherwise hold 360 x 1 MB of logits at once)."""
     T = max(r[0].shape[1] for r in requests)
     n = [r[0].shape[1] for r in requests]
     k = [r[2] if len(r) > 2 else 1 for r in requests]
@@ -96,7 +94,7 @@ def batched_forward(engine, requests: list[tuple]) -> list[torch.Tensor]:
             continue
         wanted = torch.cat([rows[i] for i in which])                                    # (sum k, D)
         if argmax:
-            result = torch.cat([engine.head(c[None])[0].argmax(-1) for c in wanted.split(HEAD_CHUNK_ROWS)])
+            result = engine.head_argmax(wanted)                                         # (sum k,)
         else:
             result = engine.head(wanted[None])[0]                                       # (sum k, V)
         for i, part in zip(which, result.split([k[i] for i in which])):
@@ -110,8 +108,9 @@ def alone_forward(engine, ids, cache, n_logits: int = 1, argmax: bool = False) -
     """The engine by itself: logits of the last n_logits positions (B, n_logits, V), or their
     argmax ids (B, n_logits)."""
     T = ids.shape[1]
-    logits = engine.forward(ids, cache, logits=slice(T - n_logits, T))
-    return logits.argmax(-1) if argmax else logits
+    if argmax:
+        return engine.head_argmax(engine.forward(ids, cache, logits="none")[:, T - n_logits:])
+    return engine.forward(ids, cache, logits=slice(T - n_logits, T))
 
 
 # Called by the scheduler thread after each batched step (a server hands freed memory back
@@ -120,8 +119,8 @@ AFTER_STEP: list = []
 
 
 class _Request:
-    def __init__(self, ids, cache, n_logits, argmax):
-        self.ids, self.cache, self.n_logits, self.argmax = ids, cache, n_logits, argmax
+    def __init__(self, ids, cache, n_logits, argmax, seat):
+        self.ids, self.cache, self.n_logits, self.argmax, self.seat = ids, cache, n_logits, argmax, seat
         self.done = threading.Event()
         self.logits: torch.Tensor | None = None
         self.error: BaseException | None = None
@@ -130,7 +129,13 @@ class _Request:
 class Scheduler:
     """One per engine: a thread that runs the pending forwards of all seated sessions as one
     batched forward per step (two when prefills and decodes wait at once). `seated` counts
-    sessions inside `seat()`."""
+    sessions inside `seat()`.
+
+    Gathering a step: the sessions served by the last step are choosing their next token and
+    will be back (`returning`); the step waits for all of them, for at most as long as the last
+    step took (a straggler left out would cost a step of its own, which reads every weight
+    again for a few rows: thirty sessions' decoding otherwise settled into two half-full steps
+    per token). Sessions new to the batch are waited for GATHER_S."""
 
     def __init__(self, engine):
         self.engine_ref = weakref.ref(engine)   # the scheduler must not keep a dropped model alive
@@ -140,16 +145,20 @@ class Scheduler:
         self.steps = 0                    # batched forwards run (for tests and the bench)
         self.rows = 0                     # requests they served
         self.runs = 0                     # times the scheduler woke to run a batch (one or two forwards)
+        self.returning: set[int] = set()  # seats served by the last step that have not asked again
+        self.last_step_s = 0.0
         threading.Thread(target=self._loop, name="batching-scheduler", daemon=True).start()
 
     def forward(self, ids: torch.Tensor, cache: KVCacheProtocol, n_logits: int = 1,
-                argmax: bool = False) -> torch.Tensor:
+                argmax: bool = False, seat: int = 0) -> torch.Tensor:
         """ids (1, T) through the model with this session's cache -> the logits of its last
-        n_logits positions (1, n_logits, V), or only their argmax ids (1, n_logits)."""
+        n_logits positions (1, n_logits, V), or only their argmax ids (1, n_logits). `seat`:
+        the caller's seat (id(Seat)), so that the next step knows whom it waits for."""
         with self.cond:
+            self.returning.discard(seat)
             alone = self.seated <= 1 and not self.pending
             if not alone:
-                req = _Request(ids, cache, n_logits, argmax)
+                req = _Request(ids, cache, n_logits, argmax, seat)
                 self.pending.append(req)
                 self.cond.notify_all()
         if alone:
@@ -166,10 +175,22 @@ class Scheduler:
                     if self.engine_ref() is None:
                         return                      # the model was dropped: so is this thread
                     self.cond.wait(timeout=5.0)
-                # gather: wait a moment for seated sessions that are still sampling their token
-                self.cond.wait_for(lambda: len(self.pending) >= self.seated, timeout=GATHER_S)
+                self._gather()
                 batch, self.pending = self.pending, []
+            t0 = time.monotonic()
             self._run(batch)
+            self.last_step_s = time.monotonic() - t0
+
+    def _gather(self) -> None:
+        """(holding cond) Wait until every seated session is pending, or none of the last
+        step's sessions is still away and GATHER_S has passed, or the last step's duration has."""
+        t0 = time.monotonic()
+        cap = max(GATHER_S, self.last_step_s)
+        while len(self.pending) < self.seated:
+            waited = time.monotonic() - t0
+            if waited >= cap or (waited >= GATHER_S and not self.returning):
+                return
+            self.cond.wait(timeout=(cap if self.returning else GATHER_S) - waited)
 
     def _run(self, batch: list[_Request]) -> None:
         """One step: the decoding requests (one token each) in one forward, the prefills (whole
@@ -185,6 +206,8 @@ class Scheduler:
                 for r in group:
                     r.error = e
             self.steps, self.rows = self.steps + 1, self.rows + len(group)
+            with self.cond:
+                self.returning.update(r.seat for r in group)
             for r in group:
                 r.done.set()
         self.runs += 1
@@ -209,7 +232,7 @@ class Seat:
         their argmax ids (B, n_logits)."""
         if self.scheduler is None or ids.shape[0] != 1:
             return alone_forward(self.engine, ids, cache, n_logits, argmax)
-        return self.scheduler.forward(ids, cache, n_logits, argmax)
+        return self.scheduler.forward(ids, cache, n_logits, argmax, seat=id(self))
 
 
 def joins_batches(fn):
@@ -240,9 +263,11 @@ def seat(engine):
     s = scheduler_for(engine)
     with s.cond:
         s.seated += 1
+    mine = Seat(engine, s)
     try:
-        yield Seat(engine, s)
+        yield mine
     finally:
         with s.cond:
             s.seated -= 1
+            s.returning.discard(id(mine))
             s.cond.notify_all()

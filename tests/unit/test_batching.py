@@ -49,7 +49,7 @@ def test_batched_forward_rows_equal_each_request_alone(eng):
             assert c1.next_position == c2.next_position
 
 
-def test_batched_rows_ask_for_their_own_number_of_trailing_logits(eng, monkeypatch):
+def test_batched_rows_ask_for_their_own_number_of_trailing_logits(eng):
     """A row may want the logits of its last k positions (a teacher-forced check): each equals
     the same positions of a forward alone, whatever the other rows ask for."""
     ids = [torch.arange(1, 8)[None], torch.arange(30, 34)[None], torch.arange(50, 61)[None]]
@@ -60,8 +60,7 @@ def test_batched_rows_ask_for_their_own_number_of_trailing_logits(eng, monkeypat
         alone = eng.forward(x, eng.new_cache(), logits=slice(T - n, T))              # (1, n, V)
         assert b.shape == alone.shape == (1, n, alone.shape[-1])
         torch.testing.assert_close(b, alone, atol=1e-5, rtol=0)
-    # a row may want only the argmax ids of its last k positions (chunked through the head)
-    monkeypatch.setattr(batching, "HEAD_CHUNK_ROWS", 4)
+    # a row may want only the argmax ids of its last k positions (Engine.head_argmax)
     mixed = batched_forward(eng, [(ids[0], eng.new_cache(), 3), (ids[2], eng.new_cache(), 11, True)])
     assert mixed[0].shape == (1, 3, together[0].shape[-1])
     assert mixed[1].shape == (1, 11) and torch.equal(mixed[1][0], together[2][0].argmax(-1))
@@ -192,3 +191,31 @@ def test_a_server_trims_memory_after_batched_steps():
     startup._hand_back_memory_after_steps()
     startup._hand_back_memory_after_steps()          # once only
     assert sum(getattr(h, "trims_memory", False) for h in batching.AFTER_STEP) == 1
+
+
+def test_a_step_waits_for_the_sessions_the_last_step_served(eng, monkeypatch):
+    """Sessions that take longer than GATHER_S to choose their next token are still in the
+    next step: it waits for everyone the last step served, for up to that step's duration
+    (here each step is slowed to 0.3 s, each choice to 0.08 s, two choosing at a time). Four
+    sessions of six tokens need five decode steps of four rows (one more if they do not all
+    arrive for the first), not two steps per token."""
+    import time
+
+    real, steps = batching.batched_forward, []
+
+    def slow(engine, requests):
+        time.sleep(0.3)
+        steps.append([r[0].shape[1] for r in requests])
+        return real(engine, requests)
+
+    monkeypatch.setattr(batching, "batched_forward", slow)
+    prompts = [_prompt(6)[:5] + (i + 1,) for i in range(4)]                    # same length
+    alone = [generate.greedy(eng, p, 6).new_ids for p in prompts]
+    steps.clear()
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda p: generate.greedy(eng, p, 6, on_token=lambda t: time.sleep(0.08)).new_ids,
+                                 prompts))
+    assert together == alone
+    decode_steps = [s for s in steps if max(s) == 1]
+    assert sum(map(len, decode_steps)) == 4 * 5
+    assert len(decode_steps) <= 6 and all(len(s) == 4 for s in decode_steps[1:-1]), steps

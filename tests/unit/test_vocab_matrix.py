@@ -81,3 +81,34 @@ def test_q8_matrix_refuses_wrong_shapes():
         Q8VocabMatrix(torch.zeros(4, 30, dtype=torch.int8), torch.ones(4, 1))
     with pytest.raises(ValueError, match="Q8_0"):
         Q8VocabMatrix(torch.zeros(4, 64), torch.ones(4, 2))
+
+
+@pytest.mark.parametrize("n_rows", [1, 2, 70])
+def test_argmax_one_chunk_at_a_time_is_the_argmax_of_the_whole_logits(n_rows, monkeypatch):
+    """Both matrices: the same ids as torch.argmax over all V logits, for one row and the
+    many-rows path; a maximum tied across chunks goes to the first token (as torch.argmax),
+    and a transform (a soft cap that saturates two different logits to one value) is applied
+    before comparing."""
+    from lib.core.engine import soft_cap
+    from lib.core.vocab_matrix import Q8VocabMatrix
+
+    monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 1024)
+    V, D = 5000, 64
+    raw, e = _q8_of(V, D, seed=4)
+    q8 = Q8VocabMatrix.from_gguf_blocks(raw)
+    dense = VocabMatrix.from_dense(e.t().contiguous())        # 8 blocks of 625 columns
+    x = torch.randn(n_rows, D, generator=torch.Generator().manual_seed(5))
+    for m in (q8, dense):
+        full = m.logits(x)                                             # (N, V)
+        assert torch.equal(m.argmax(x), full.argmax(-1))
+        cap = lambda y: soft_cap(y, 0.5)                               # noqa: E731 - every row saturates
+        assert torch.equal(m.argmax(x, transform=cap), cap(full).argmax(-1))
+        assert m.argmax(x[None]).shape == (1, n_rows)
+    raw = raw.copy()
+    raw[4000] = raw[10]                       # token 10's row again, in another chunk and block
+    q8 = Q8VocabMatrix.from_gguf_blocks(raw)
+    x = q8.rows(10, 11).repeat(n_rows, 1)     # its logit is the largest (the row's own norm)
+    for m in (q8, VocabMatrix.from_dense(q8.dense())):
+        full = m.logits(x)
+        assert full[0, 4000] == full[0, 10] == full[0].max()
+        assert m.argmax(x).tolist() == full.argmax(-1).tolist() == [10] * n_rows
