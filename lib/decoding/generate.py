@@ -167,6 +167,7 @@ def decode_loop(stepper: Stepper, prompt_ids, cfg: SamplingConfig, seed: int, ma
         ids.append(token)
         if token in eos_ids or i == max_new_tokens - 1:
             break
+        del logits                          # nor this step's logits (1 MB) while it waits
         logits = stepper.decode(token)
     return ids[len(prompt_ids):]
 

@@ -210,7 +210,7 @@ def run_pipeline(logits: torch.Tensor, cfg: SamplingConfig, context=()) -> Pipel
     EmptyDistribution if the stages removed every token."""
     x = logits.float()
     V = x.shape[-1]
-    if bool(torch.isnan(x).any()):
+    if math.isnan(float(x.max())):                      # max propagates NaN: one pass over V
         raise InvalidLogits(f"the model's logits contain {int(torch.isnan(x).sum()):,} NaN values "
                             f"(an overflow in the forward pass?): nothing can be sampled")
     bias = list(cfg.bias) + sequence_bias_pairs(cfg.sequence_bias, context)
@@ -235,11 +235,19 @@ def run_pipeline(logits: torch.Tensor, cfg: SamplingConfig, context=()) -> Pipel
         if kept is not None:
             x = keep_only(x, kept)
         result.stages.append(StageRecord(stage, x, kept))
-    if not bool(torch.isfinite(x).any()):
+    if not _any_finite(x):
         raise EmptyDistribution("every token was removed by the stages "
                                 f"{' -> '.join(s.name for s in result.stages[1:])}: nothing left to sample")
     result.probs, result.greedy = final_distribution(x, cfg.greedy), cfg.greedy
+    if cfg.greedy:
+        result.kept_count = 1                           # one-hot: nothing to count
     return result
+
+
+def _any_finite(x: torch.Tensor) -> bool:
+    """Is any value of x (no NaN in it) finite? Its max answers, unless that is +inf."""
+    top = float(x.max())
+    return math.isfinite(top) or (top > 0 and bool(torch.isfinite(x).any()))
 
 
 def final_distribution(x: torch.Tensor, greedy: bool) -> torch.Tensor:

@@ -43,7 +43,8 @@ def describe_step(raw: torch.Tensor, res: PipelineResult, token: int, top_n: int
     raw = raw.float()
     model_p = torch.softmax(raw, dim=-1)                                           # (V,)
     ids = set(torch.topk(model_p, top_n).indices.tolist()) | {int(token)}
-    ids |= set(torch.topk(res.probs, min(top_n, res.kept_count)).indices.tolist())
+    if res.kept_count > 1:                 # else the chosen token is the only one kept (greedy)
+        ids |= set(torch.topk(res.probs, min(top_n, res.kept_count)).indices.tolist())
     alt = sorted(ids, key=lambda i: (-float(res.probs[i]), -float(model_p[i])))
     idx = torch.tensor(alt)
     stages, prev = [], model_p
