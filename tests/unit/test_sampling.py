@@ -168,3 +168,17 @@ def test_sample_next_draws_each_token_with_its_probability_and_never_a_removed_o
     assert bool(((counts - n * probs.double()).abs() <= 5 * sd + 1e-9).all()), counts.tolist()
     again = torch.Generator().manual_seed(7)
     assert [sample_next(probs, again) for _ in range(50)] == draws[:50].tolist()
+
+
+def test_nan_anywhere_is_found_and_anything_finite_counts_as_left():
+    """run_pipeline finds NaN with one max (which propagates it), wherever it is; 'nothing
+    left' is only all -inf (an overflowed +inf beside finite logits still leaves tokens)."""
+    for where in (0, 2, 4):
+        x = LOGITS.clone()
+        x[where] = float("nan")
+        with pytest.raises(s.InvalidLogits, match="NaN"):
+            s.run_pipeline(x, s.SamplingConfig(0.7))
+    assert s._any_finite(torch.tensor([float("inf"), 1.0, float("-inf")]))
+    assert not s._any_finite(torch.tensor([float("inf"), float("-inf")]))
+    assert not s._any_finite(torch.full((4,), float("-inf")))
+    assert s._any_finite(torch.tensor([float("-inf"), -3.0]))
