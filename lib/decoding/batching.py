@@ -31,7 +31,7 @@ import torch
 
 from lib.core.cache.protocol import PAD_POSITION, KVCacheProtocol
 
-GATHER_S = 0.03        # how long a step waits for seated sessions that are new to the batch
+GATHER_S = 0.03        # the least a step waits for seated sessions still choosing their token
 ENABLED = os.environ.get("LLM_LAB_BATCHING", "1") != "0"
 
 
@@ -104,6 +104,32 @@ def batched_forward(engine, requests: list[tuple]) -> list[torch.Tensor]:
     return out
 
 
+FORWARD_TOKENS = 32     # what one more forward costs, in padded token rows: every weight is read once
+                        # again (~25 ms for one token of Gemma 3 270M on this CPU, ~1.5 ms per token
+                        # row in a big batch) plus the LM head's pass over the vocabulary
+
+
+def length_groups(lengths: list[int]) -> list[list[int]]:
+    """Indices of the requests, in groups for separate forwards: sorted by length and cut where
+    padding the shorter rows to the longest would cost more than another forward. Minimises the
+    sum over groups of FORWARD_TOKENS + rows x longest (dynamic programming over the sorted
+    lengths). Thirty decoding rows and one prompt: two groups; thirty prompts of 14 tokens and
+    one of 20: two groups (30 x 20 padded rows would be 40% padding)."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    L = [lengths[i] for i in order]                                    # ascending
+    best, cut = [0] + [None] * len(L), [0] * (len(L) + 1)            # best[j]: cost of the first j
+    for j in range(1, len(L) + 1):
+        for i in range(j):                                             # the last group is L[i:j]
+            cost = best[i] + FORWARD_TOKENS + (j - i) * L[j - 1]
+            if best[j] is None or cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups, j = [], len(L)
+    while j > 0:
+        groups.append(order[cut[j]:j])
+        j = cut[j]
+    return groups[::-1]
+
+
 def alone_forward(engine, ids, cache, n_logits: int = 1, argmax: bool = False) -> torch.Tensor:
     """The engine by itself: logits of the last n_logits positions (B, n_logits, V), or their
     argmax ids (B, n_logits)."""
@@ -119,8 +145,8 @@ AFTER_STEP: list = []
 
 
 class _Request:
-    def __init__(self, ids, cache, n_logits, argmax, seat):
-        self.ids, self.cache, self.n_logits, self.argmax, self.seat = ids, cache, n_logits, argmax, seat
+    def __init__(self, ids, cache, n_logits, argmax):
+        self.ids, self.cache, self.n_logits, self.argmax = ids, cache, n_logits, argmax
         self.done = threading.Event()
         self.logits: torch.Tensor | None = None
         self.error: BaseException | None = None
@@ -128,14 +154,15 @@ class _Request:
 
 class Scheduler:
     """One per engine: a thread that runs the pending forwards of all seated sessions as one
-    batched forward per step (two when prefills and decodes wait at once). `seated` counts
-    sessions inside `seat()`.
+    batched forward per step (one per group of similar lengths: the decodes, the prompts).
+    `seated` counts sessions inside `seat()`.
 
-    Gathering a step: the sessions served by the last step are choosing their next token and
-    will be back (`returning`); the step waits for all of them, for at most as long as the last
-    step took (a straggler left out would cost a step of its own, which reads every weight
-    again for a few rows: thirty sessions' decoding otherwise settled into two half-full steps
-    per token). Sessions new to the batch are waited for GATHER_S."""
+    Gathering a step: a seated session that has not asked yet is choosing its next token (or
+    starting) and will ask soon. The step waits until every seated session has asked, for at
+    most as long as the last step took (at least GATHER_S): a straggler left out would cost a
+    step of its own, which reads every weight again for a few rows. (With a fixed 30 ms,
+    thirty sessions' decoding settled into two half-full steps per token, and their first
+    step ran three rows while fifty-seven others waited for it.)"""
 
     def __init__(self, engine):
         self.engine_ref = weakref.ref(engine)   # the scheduler must not keep a dropped model alive
@@ -145,20 +172,17 @@ class Scheduler:
         self.steps = 0                    # batched forwards run (for tests and the bench)
         self.rows = 0                     # requests they served
         self.runs = 0                     # times the scheduler woke to run a batch (one or two forwards)
-        self.returning: set[int] = set()  # seats served by the last step that have not asked again
         self.last_step_s = 0.0
         threading.Thread(target=self._loop, name="batching-scheduler", daemon=True).start()
 
     def forward(self, ids: torch.Tensor, cache: KVCacheProtocol, n_logits: int = 1,
-                argmax: bool = False, seat: int = 0) -> torch.Tensor:
+                argmax: bool = False) -> torch.Tensor:
         """ids (1, T) through the model with this session's cache -> the logits of its last
-        n_logits positions (1, n_logits, V), or only their argmax ids (1, n_logits). `seat`:
-        the caller's seat (id(Seat)), so that the next step knows whom it waits for."""
+        n_logits positions (1, n_logits, V), or only their argmax ids (1, n_logits)."""
         with self.cond:
-            self.returning.discard(seat)
             alone = self.seated <= 1 and not self.pending
             if not alone:
-                req = _Request(ids, cache, n_logits, argmax, seat)
+                req = _Request(ids, cache, n_logits, argmax)
                 self.pending.append(req)
                 self.cond.notify_all()
         if alone:
@@ -175,30 +199,22 @@ class Scheduler:
                     if self.engine_ref() is None:
                         return                      # the model was dropped: so is this thread
                     self.cond.wait(timeout=5.0)
-                self._gather()
+                # gather: until every seated session has asked, for at most the last step's duration
+                self.cond.wait_for(lambda: len(self.pending) >= self.seated,
+                                   timeout=max(GATHER_S, self.last_step_s))
                 batch, self.pending = self.pending, []
             t0 = time.monotonic()
             self._run(batch)
             self.last_step_s = time.monotonic() - t0
 
-    def _gather(self) -> None:
-        """(holding cond) Wait until every seated session is pending, or none of the last
-        step's sessions is still away and GATHER_S has passed, or the last step's duration has."""
-        t0 = time.monotonic()
-        cap = max(GATHER_S, self.last_step_s)
-        while len(self.pending) < self.seated:
-            waited = time.monotonic() - t0
-            if waited >= cap or (waited >= GATHER_S and not self.returning):
-                return
-            self.cond.wait(timeout=(cap if self.returning else GATHER_S) - waited)
-
     def _run(self, batch: list[_Request]) -> None:
-        """One step: the decoding requests (one token each) in one forward, the prefills (whole
-        prompts, padded to the longest) in another, so no decode row is padded to a prompt."""
+        """One step: the requests in groups of similar length (length_groups: the decoding
+        rows, one token each, in one forward; the prompts in one or a few more), one forward
+        per group. Every session gets its result when the whole step is done: sessions woken
+        earlier would compete for the two cores (and the GIL) with the step's last forwards,
+        which then ran 10-30x slower than alone."""
         engine = self.engine_ref()
-        for group in ([r for r in batch if r.ids.shape[1] == 1], [r for r in batch if r.ids.shape[1] > 1]):
-            if not group:
-                continue
+        for group in ([batch[i] for i in g] for g in length_groups([r.ids.shape[1] for r in batch])):
             try:
                 for r, logits in zip(group, batched_forward(engine, [(r.ids, r.cache, r.n_logits, r.argmax) for r in group])):
                     r.logits = logits
@@ -206,10 +222,8 @@ class Scheduler:
                 for r in group:
                     r.error = e
             self.steps, self.rows = self.steps + 1, self.rows + len(group)
-            with self.cond:
-                self.returning.update(r.seat for r in group)
-            for r in group:
-                r.done.set()
+        for r in batch:
+            r.done.set()
         self.runs += 1
         for hook in AFTER_STEP:
             hook()
@@ -232,7 +246,7 @@ class Seat:
         their argmax ids (B, n_logits)."""
         if self.scheduler is None or ids.shape[0] != 1:
             return alone_forward(self.engine, ids, cache, n_logits, argmax)
-        return self.scheduler.forward(ids, cache, n_logits, argmax, seat=id(self))
+        return self.scheduler.forward(ids, cache, n_logits, argmax)
 
 
 def joins_batches(fn):
@@ -263,11 +277,9 @@ def seat(engine):
     s = scheduler_for(engine)
     with s.cond:
         s.seated += 1
-    mine = Seat(engine, s)
     try:
-        yield mine
+        yield Seat(engine, s)
     finally:
         with s.cond:
             s.seated -= 1
-            s.returning.discard(id(mine))
             s.cond.notify_all()

@@ -193,9 +193,9 @@ def test_a_server_trims_memory_after_batched_steps():
     assert sum(getattr(h, "trims_memory", False) for h in batching.AFTER_STEP) == 1
 
 
-def test_a_step_waits_for_the_sessions_the_last_step_served(eng, monkeypatch):
+def test_a_step_waits_for_every_seated_session_up_to_a_step_s_time(eng, monkeypatch):
     """Sessions that take longer than GATHER_S to choose their next token are still in the
-    next step: it waits for everyone the last step served, for up to that step's duration
+    next step: it waits for every seated session, for up to the last step's duration
     (here each step is slowed to 0.3 s, each choice to 0.08 s, two choosing at a time). Four
     sessions of six tokens need five decode steps of four rows (one more if they do not all
     arrive for the first), not two steps per token."""
@@ -219,3 +219,22 @@ def test_a_step_waits_for_the_sessions_the_last_step_served(eng, monkeypatch):
     decode_steps = [s for s in steps if max(s) == 1]
     assert sum(map(len, decode_steps)) == 4 * 5
     assert len(decode_steps) <= 6 and all(len(s) == 4 for s in decode_steps[1:-1]), steps
+
+
+def test_requests_are_grouped_by_length_where_padding_costs_more_than_a_forward():
+    from lib.decoding.batching import FORWARD_TOKENS, length_groups
+
+    def lengths_of(lengths):
+        groups = length_groups(lengths)
+        assert sorted(i for g in groups for i in g) == list(range(len(lengths)))     # a partition
+        return [sorted(lengths[i] for i in g) for g in groups]
+
+    assert lengths_of([1] * 30) == [[1] * 30]
+    assert lengths_of([1] * 30 + [14]) == [[1] * 30, [14]]                           # no decode row padded
+    assert lengths_of([14] * 29 + [20]) == [[14] * 29, [20]]                         # 30 x 20 is 40% padding
+    assert lengths_of([14, 15, 16] * 10) == [[14] * 10 + [15] * 10 + [16] * 10]      # a little padding is cheaper
+    assert lengths_of([]) == []
+    # the chosen groups cost no more than one group or one forward per length
+    lengths = [1, 1, 3, 9, 9, 10, 25, 26, 40]
+    cost = lambda groups: sum(FORWARD_TOKENS + len(g) * max(g) for g in groups)      # noqa: E731
+    assert cost(lengths_of(lengths)) <= min(cost([lengths]), cost([[x] * lengths.count(x) for x in set(lengths)]))
