@@ -11,7 +11,10 @@ script_finished):
 - class_diff_p95_s  : 30 x temperature, 30 different prompts;
 - class_peak_rss_mb : server + children, sampled every 0.2 s over the whole run (and per phase:
                       class_peak_rss_mb_by_phase, settle / mix / same / diff);
-- class_single_s / class_single_diff_s : one session alone (default / a new prompt), for scale.
+- class_single_s / class_single_diff_s : one session alone (default / a new prompt), for scale;
+- class_diff_equal_alone : of the 30 different prompts, how many pages showed the same generated
+                      tokens (greedy and sampled) as that prompt alone on a second fresh server
+                      (empty results folder, no background visitor, one visit at a time).
 Results persisted by earlier servers (the cache folder) are used, as after a real restart;
 `--cold` gives the server an empty results folder instead.
 """
@@ -137,6 +140,28 @@ def diff_queries(n: int = 30) -> list[str]:
             for i in range(n)]
 
 
+def token_views(v) -> list[str]:
+    """The visible text of a visit's token views (lib/ui/token_view.tokens_html: the prompt's
+    tail and the generated tokens), without their tooltips' probabilities."""
+    import html
+    import re
+
+    return [html.unescape(re.sub(r"<[^>]+>", "", h)) for h in v.htmls if "cursor:help" in h]
+
+
+def alone_visits(queries: list[str]) -> list:
+    """Each query on the temperature page alone, one after another, on a second fresh server
+    with an empty results folder and no background visitor: nothing of the class can answer."""
+    from lib.ui.visitor import visit
+
+    with tempfile.TemporaryDirectory(prefix="llm-lab-alone-") as folder:
+        proc, url = start_server(free_port(), {"LLM_LAB_RESULTS": folder, "LLM_LAB_PREWARM": "0"})
+        try:
+            return [visit(url, "temperature", q, keep_texts=True) for q in queries]
+        finally:
+            stop_server(proc)
+
+
 def _say(msg: str) -> None:
     print(f"[classroom {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -177,7 +202,7 @@ def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool
         one = visit(url, "temperature", urllib.parse.urlencode({"prompt": f"{RUN_TAG} A quiet morning in the village of"}))
         out["class_single_diff_s"] = round(one.seconds, 2)
         _say(f"same p95 {out['class_same_p95_s']} s; diff: {sessions} prompts")
-        diff = class_of(url, [("temperature", q) for q in diff_queries(sessions)])
+        diff = class_of(url, [("temperature", q) for q in diff_queries(sessions)], keep_texts=True)
         out["class_diff_p95_s"] = round(p95([v.seconds for v in diff]), 2)
         out["class_diff_median_s"] = round(statistics.median(v.seconds for v in diff), 2)
         out["class_diff_crashed"] = sum(v.crashed for v in diff)
@@ -189,4 +214,10 @@ def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool
         log.close()
         if tmp:
             tmp.cleanup()
+    _say("each of the 30 prompts alone on a second fresh server")
+    alone = alone_visits(diff_queries(sessions))
+    same = [bool(token_views(a)) and token_views(a) == token_views(d) for a, d in zip(alone, diff)]
+    out["class_diff_equal_alone"] = sum(same)
+    out["class_diff_unequal"] = [f"{d.query}: class {token_views(d)} alone {token_views(a)}"[:400]
+                                 for a, d, ok in zip(alone, diff, same) if not ok][:3]
     return out

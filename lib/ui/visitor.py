@@ -32,6 +32,7 @@ class Visit:
     page_not_found: bool = False
     elements: int = 0
     texts: list[str] = field(default_factory=list)        # markdown (not captions) and alert bodies
+    htmls: list[str] = field(default_factory=list)        # st.html bodies (token views)
     failure: str | None = None                            # connection trouble, timeout
 
     @property
@@ -77,6 +78,8 @@ async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 
                             v.texts.append(el.markdown.body)
                         elif keep_texts and what == "alert":
                             v.texts.append(el.alert.body)
+                        elif keep_texts and what == "html":
+                            v.htmls.append(el.html.body)
                     elif kind == "page_not_found":
                         v.page_not_found = True
                     elif kind == "script_finished":
