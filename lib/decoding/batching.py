@@ -21,6 +21,7 @@ position -1, which the engine never attends to. A session alone runs the engine 
 """
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -117,11 +118,11 @@ def length_groups(lengths: list[int]) -> list[list[int]]:
     one of 20: two groups (30 x 20 padded rows would be 40% padding)."""
     order = sorted(range(len(lengths)), key=lengths.__getitem__)
     L = [lengths[i] for i in order]                                    # ascending
-    best, cut = [0] + [None] * len(L), [0] * (len(L) + 1)            # best[j]: cost of the first j
+    best, cut = [0] + [math.inf] * len(L), [0] * (len(L) + 1)        # best[j]: cost of the first j
     for j in range(1, len(L) + 1):
         for i in range(j):                                             # the last group is L[i:j]
             cost = best[i] + FORWARD_TOKENS + (j - i) * L[j - 1]
-            if best[j] is None or cost < best[j]:
+            if cost < best[j]:
                 best[j], cut[j] = cost, i
     groups, j = [], len(L)
     while j > 0:
@@ -171,7 +172,7 @@ class Scheduler:
         self.seated = 0
         self.steps = 0                    # batched forwards run (for tests and the bench)
         self.rows = 0                     # requests they served
-        self.runs = 0                     # times the scheduler woke to run a batch (one or two forwards)
+        self.runs = 0                     # times the scheduler woke to run a batch (a forward per length group)
         self.last_step_s = 0.0
         threading.Thread(target=self._loop, name="batching-scheduler", daemon=True).start()
 
