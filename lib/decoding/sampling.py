@@ -261,16 +261,24 @@ def final_distribution(x: torch.Tensor, greedy: bool) -> torch.Tensor:
 def sample_next(probs: torch.Tensor, generator: torch.Generator | None, kept_count: int | None = None) -> int:
     """Draw one token id from probs (V,). One-hot probs (greedy) always give the argmax.
 
-    Inverse-CDF sampling: the running sum of the probabilities (in float64), one uniform
-    number u in [0, total), and the first token whose running sum exceeds u. A token with
-    probability 0 adds nothing to the running sum, so it is never drawn. (torch.multinomial
-    draws the same distribution but took ~9 ms for 262,144 tokens on this CPU; this ~0.4 ms.)
+    The exponential race (what vLLM's and gpt-fast's samplers do): every token draws a
+    waiting time e_i ~ Exponential(1), as -ln(u_i) of a uniform u_i, and the token with the
+    largest p_i / e_i wins: token i wins with probability exactly p_i / sum(p). A token with
+    probability 0 scores 0 and never wins. The u_i are float64: float32's 24 bits would give
+    no token below ~6e-8 of the leader's probability a chance at all.
+
+    Why not one uniform u and the first token whose running sum of probabilities passes it
+    (inverse CDF, ~10x cheaper)? That answer moves when the rounding of any token before the
+    drawn one moves, and the same prompt's logits differ by up to ~4e-5 alone and batched
+    with a class (lib/decoding/batching.py): 7 of 3,000 seeded first draws (30 prompts, T 0.8)
+    came out different, enough for one visitor in a class of thirty to see another story.
+    Here a draw changes only if the two best scores are that close (0 of 3,000).
     `kept_count`: the number of tokens with p > 0, if the caller counted them already."""
     if (kept_count if kept_count is not None else int((probs > 0).sum())) == 1:
         return int(probs.argmax())
-    cdf = torch.cumsum(probs.double(), 0)                                           # (V,)
-    u = torch.rand(1, dtype=torch.float64, generator=generator) * cdf[-1]           # (1,)
-    token = int(torch.searchsorted(cdf, u, right=True))
-    if token == len(cdf):                   # u rounded up to the total: the last kept token
-        token = int(torch.nonzero(probs > 0)[-1])
+    p = probs.detach().to("cpu", torch.float64)                                     # (V,)
+    wait = torch.rand(p.shape, dtype=torch.float64, generator=generator).log_().neg_()   # (V,) in (0, inf]
+    token = int((p / wait).argmax())
+    if p[token] == 0:                      # every kept token drew u = 0 exactly (p 2^-53 each)
+        token = int(p.argmax())
     return token
