@@ -186,8 +186,8 @@ def test_nan_anywhere_is_found_and_anything_finite_counts_as_left():
 
 def test_a_draw_does_not_move_with_float_rounding_of_the_probabilities():
     """The same prompt's logits differ by ~1e-5 alone and batched with a class; a seeded draw
-    must not care. A long-tailed distribution over 262,144 tokens (most of its mass on a few,
-    some spread thin over the rest), logits moved by at most 2e-5: 300 seeds draw the same
+    must not care. A long-tailed distribution over 262,144 tokens (five likely tokens, more
+    than 5% of the mass spread thin over the rest), logits moved by at most 2e-5: 300 seeds draw the same
     tokens. (One uniform number and a running sum, inverse CDF, drew another token for 11 of
     these 300 seeds: its running sum moves by the rounding of every token before the drawn one.)"""
     gen = torch.Generator().manual_seed(0)
