@@ -30,45 +30,11 @@ from contextlib import contextmanager
 
 import torch
 
+from lib.core.cache.batch import BatchOfCaches
 from lib.core.cache.protocol import PAD_POSITION, KVCacheProtocol
 
 GATHER_S = 0.03        # the least a step waits for seated sessions still choosing their token
 ENABLED = os.environ.get("LLM_LAB_BATCHING", "1") != "0"
-
-
-class BatchOfCaches:
-    """Several requests' own caches seen by the engine as one batch (KVCacheProtocol).
-    Row i has n_tokens[i] real tokens first, then padding (position -1), which is not stored."""
-
-    def __init__(self, caches: list[KVCacheProtocol], n_tokens: list[int]):
-        self.caches, self.n_tokens = caches, n_tokens
-        self.n_layers = caches[0].n_layers
-        self.next_position = 0           # unused: the scheduler always passes positions
-
-    def append(self, layer, k, v, pos):
-        """k, v (B, H, T, d), pos (B, T) -> every row's (keys, values, positions), padded to
-        the longest row with zeros and position -1: (B, H, S, d), (B, H, S, d), (B, S)."""
-        rows = [c.append(layer, k[i:i + 1, :, :n], v[i:i + 1, :, :n], pos[i:i + 1, :n])
-                for i, (c, n) in enumerate(zip(self.caches, self.n_tokens))]
-        S = max(r[0].shape[2] for r in rows)
-        B, H, _, d = k.shape
-        keys = k.new_zeros(B, H, S, d)
-        values = v.new_zeros(B, H, S, d)
-        positions = pos.new_full((B, S), PAD_POSITION)
-        for i, (rk, rv, rp) in enumerate(rows):
-            keys[i, :, :rk.shape[2]] = rk[0]
-            values[i, :, :rv.shape[2]] = rv[0]
-            positions[i, :rp.shape[1]] = rp[0]
-        return keys, values, positions
-
-    def advance(self, positions) -> None:
-        for i, (c, n) in enumerate(zip(self.caches, self.n_tokens)):
-            c.advance(positions[i:i + 1, :n])
-
-    def nbytes(self) -> int:
-        return sum(c.nbytes() for c in self.caches)
-
-
 def batched_forward(engine, requests: list[tuple]) -> list[torch.Tensor]:
     """One engine forward for several (ids (1, T_i), own cache[, n_logits[, argmax]]) requests;
     each request's logits of its last n_logits positions (default 1): (1, n_logits, V), as if it

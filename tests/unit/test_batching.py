@@ -87,6 +87,76 @@ def test_padding_is_never_stored_in_a_request_cache(eng):
     assert (b.positions(0) >= 0).all() and (a.positions(0) >= 0).all()
 
 
+def _filled(eng, n):
+    c = eng.new_cache(capacity=4)                     # small: the batched step must grow it
+    if n:
+        eng.forward(torch.arange(1, n + 1)[None] + 40, c)
+    return c
+
+
+def test_a_gathered_step_equals_the_per_layer_step_exactly(eng, monkeypatch):
+    """BatchOfCaches' two ways (all layers of every row gathered at once, or one copy per row
+    and layer) give bit-identical logits and leave bit-identical caches behind: decode rows of
+    different lengths with a prefill row, then a second step on the same caches."""
+    from lib.core.cache import batch
+
+    lengths, new = (0, 3, 9, 5), (4, 1, 1, 2)
+    results = []
+    for limit in (batch.GATHER_MAX_BYTES, 0):                         # 0: never gathered
+        monkeypatch.setattr(batch, "GATHER_MAX_BYTES", limit)
+        caches = [_filled(eng, n) for n in lengths]
+        ids = [torch.arange(60, 60 + k)[None] + i for i, k in enumerate(new)]
+        first = batched_forward(eng, list(zip(ids, caches)))
+        second = batched_forward(eng, [(torch.tensor([[70 + i]]), c) for i, c in enumerate(caches)])
+        results.append((first, second, caches))
+    (f1, s1, c1), (f2, s2, c2) = results
+    for a, b in zip(f1 + s1, f2 + s2):
+        assert torch.equal(a, b)
+    for a, b in zip(c1, c2):
+        assert a.length() == b.length() and a.next_position == b.next_position
+        for l in range(eng.spec.n_layers):
+            assert torch.equal(a.keys(l), b.keys(l)) and torch.equal(a.values(l), b.values(l))
+            assert torch.equal(a.positions(l), b.positions(l))
+
+
+def test_a_step_with_another_kind_of_cache_takes_the_per_layer_way(eng):
+    """A row whose cache is not a dense KVCache (here a static cache) is not gathered, and its
+    logits still equal a forward alone."""
+    from lib.core.cache.static import StaticKVCache
+
+    other = StaticKVCache(eng.spec, 1, 16, eng.dtype)
+    dense, alone_cache = _filled(eng, 3), _filled(eng, 3)
+    ids = [torch.tensor([[5, 6]]), torch.tensor([[7]])]
+    together = batched_forward(eng, [(ids[0], other), (ids[1], dense)])
+    torch.testing.assert_close(together[0], eng.forward(ids[0], StaticKVCache(eng.spec, 1, 16, eng.dtype)),
+                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(together[1], eng.forward(ids[1], alone_cache), atol=1e-5, rtol=0)
+
+
+def test_a_dense_cache_extends_all_layers_at_once_as_layer_by_layer():
+    """KVCache.append_all_layers equals append per layer, growing the storage when needed; a
+    cache whose layers differ in length refuses it."""
+    from lib.core.cache.dense import KVCache
+
+    L, H, d = 3, 2, 4
+    a, b = KVCache(L, 1, H, d, capacity=2), KVCache(L, 1, H, d, capacity=2)
+    for T in (1, 3, 2):
+        k, v = torch.randn(L, 1, H, T, d), torch.randn(L, 1, H, T, d)
+        pos = torch.arange(a.length(), a.length() + T).expand(L, 1, T)
+        a.append_all_layers(k, v, pos)
+        for l in range(L):
+            b.append(l, k[l], v[l], pos[l])
+    for l in range(L):
+        assert torch.equal(a.keys(l), b.keys(l)) and torch.equal(a.values(l), b.values(l))
+        assert torch.equal(a.positions(l), b.positions(l))
+    ka, va, pa = a.all_layers()
+    assert ka.shape == (L, 1, H, 6, d) and torch.equal(ka[1], b.keys(1)) and torch.equal(pa[2], b.positions(2))
+    a.keep(0, torch.tensor([0, 2]))
+    assert a.uniform_length() is None
+    with pytest.raises(ValueError, match="different numbers of entries"):
+        a.append_all_layers(k, v, pos)
+
+
 def test_batch_of_caches_pads_keys_with_position_minus_one():
     hf = tiny_llama("llama")
     e = engine_from_hf(hf)
