@@ -26,21 +26,9 @@ import math
 
 import torch
 
+from lib.core.matmul import ONEDNN_LINEAR, onednn_suits
+
 MAX_BLOCKS = 32
-MANY_ROWS = 2             # from this many rows, the LM head uses oneDNN's matrix product
-
-
-def _onednn_linear():
-    """oneDNN's float32 x @ W^T for W (out, in), if this PyTorch build has it (else None)."""
-    op = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
-    try:
-        op(torch.ones(2, 3), torch.ones(3, 4).t(), None, "none", [], "")   # as used: a block's transposed view
-        return lambda x, w: op(x, w, None, "none", [], "")
-    except Exception:  # noqa: BLE001 - any failure: the default product is used
-        return None
-
-
-ONEDNN_LINEAR = _onednn_linear()
 
 
 def running_argmax(chunks, n_rows: int, transform=None) -> torch.Tensor:
@@ -89,8 +77,7 @@ class VocabMatrix:
         """The LM head: x (..., D) -> x @ E^T (..., V)."""
         lead = x.shape[:-1]
         rows = x.reshape(-1, self.hidden)                                  # (N, D)
-        if (rows.shape[0] >= MANY_ROWS and ONEDNN_LINEAR is not None and rows.dtype == torch.float32
-                and rows.device.type == "cpu"):
+        if onednn_suits(rows):
             y = rows.new_empty(rows.shape[0], self.vocab)                         # (N, V)
             for i, block in enumerate(self.blocks):          # block by block: one block's output at a time
                 y[:, i * self.block_width:(i + 1) * self.block_width] = ONEDNN_LINEAR(rows, block.t())
@@ -102,7 +89,7 @@ class VocabMatrix:
         """argmax over the vocabulary of transform(x @ E^T): x (..., D) -> ids (...), one
         column block at a time (never the (..., V) logits)."""
         rows = x.reshape(-1, self.hidden)                                  # (N, D)
-        many = rows.shape[0] >= MANY_ROWS and ONEDNN_LINEAR is not None and rows.dtype == torch.float32
+        many = onednn_suits(rows)
         chunks = ((i * self.block_width, ONEDNN_LINEAR(rows, block.t()) if many else rows @ block)
                   for i, block in enumerate(self.blocks))
         return running_argmax(chunks, rows.shape[0], transform).reshape(x.shape[:-1])
@@ -209,7 +196,7 @@ class Q8VocabMatrix:
     def _chunks(self, rows: torch.Tensor):
         """Yield (s, rows @ E[s:s+c]^T (N, c)) for s = 0, CHUNK, ..., V - c."""
         buf = torch.empty(self.CHUNK, self.hidden)                            # (CHUNK, D), reused
-        many = rows.shape[0] >= MANY_ROWS and ONEDNN_LINEAR is not None
+        many = onednn_suits(rows)
         for s in range(0, self.vocab, self.CHUNK):
             w = self.rows(s, s + self.CHUNK, buf)                             # (c, D) = E[s:s+c]
             yield s, ONEDNN_LINEAR(rows, w) if many else rows @ w.t()
