@@ -14,7 +14,7 @@ four products of one Gemma 3 270M layer):
 
 One row keeps the plain product. The weight goes to oneDNN as a transposed view of W^T (no
 copy). The two round differently (float32 sums of the same products in another order), so a
-row batched with others gets logits that differ from its own alone by ~1e-5: the sampler is
+row batched with others gets logits that differ from its own alone by up to ~4e-5: the sampler is
 built for that (lib/decoding/sampling.sample_next).
 """
 from __future__ import annotations
