@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from lib.decoding import vocab_max
 from lib.decoding.float_sort import sort_floats
 
 NEG_INF = float("-inf")
@@ -125,10 +126,10 @@ def apply_sequence_bias(logits: torch.Tensor, sequence_bias, context) -> torch.T
 
 
 def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """logits / T for T > 0 (order kept, sharpness changed). T = 0 leaves them as they are:
-    greedy is decided by final_distribution."""
+    """logits / T for T > 0 (order kept, sharpness changed). T = 0 leaves them as they are
+    (the same tensor, not a copy): greedy is decided by final_distribution."""
     if temperature == 0:
-        return logits.clone()
+        return logits
     return logits / temperature
 
 
@@ -194,7 +195,7 @@ class PipelineResult:
     @functools.cached_property
     def kept_count(self) -> int:
         """Tokens with probability > 0 in the final distribution (counted once)."""
-        return int((self.probs > 0).sum())
+        return int(torch.count_nonzero(self.probs))            # probabilities are never < 0
 
     def stage(self, name: str) -> StageRecord | None:
         return next((s for s in self.stages if s.name == name), None)
@@ -253,6 +254,10 @@ def _any_finite(x: torch.Tensor) -> bool:
 def final_distribution(x: torch.Tensor, greedy: bool) -> torch.Tensor:
     """The distribution sampled from, given the pipeline's last logits x (..., V): softmax(x),
     or for greedy decoding (temperature 0) one-hot on argmax(x) — the one place greedy is made."""
+    if greedy and x.dim() == 1:
+        one_hot = torch.zeros_like(x)
+        one_hot[vocab_max.argmax(x)] = 1.0
+        return one_hot
     if greedy:
         return torch.zeros_like(x).scatter(-1, x.argmax(-1, keepdim=True), 1.0)
     return torch.softmax(x, dim=-1)
@@ -274,11 +279,13 @@ def sample_next(probs: torch.Tensor, generator: torch.Generator | None, kept_cou
     came out different, enough for one visitor in a class of thirty to see another story.
     Here a draw changes only if the two best scores are that close (0 of 3,000).
     `kept_count`: the number of tokens with p > 0, if the caller counted them already."""
-    if (kept_count if kept_count is not None else int((probs > 0).sum())) == 1:
-        return int(probs.argmax())
-    p = probs.detach().to("cpu", torch.float64)                                     # (V,)
-    wait = torch.rand(p.shape, dtype=torch.float64, generator=generator).log_().neg_()   # (V,) in (0, inf]
-    token = int((p / wait).argmax())
+    if (kept_count if kept_count is not None else int(torch.count_nonzero(probs))) == 1:
+        return vocab_max.argmax(probs)
+    p = probs.detach().cpu()                                                       # (V,)
+    score = torch.rand(p.shape, dtype=torch.float64, generator=generator)           # (V,) u_i in [0, 1)
+    score.log_().neg_()                                                            # e_i = -ln u_i in (0, inf]
+    torch.div(p, score, out=score)         # p_i / e_i in float64, in place: one (V,) array, not four
+    token = vocab_max.argmax(score)
     if p[token] == 0:                      # every kept token drew u = 0 exactly (p 2^-53 each)
-        token = int(p.argmax())
+        token = vocab_max.argmax(p)
     return token

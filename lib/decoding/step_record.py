@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import torch
 
 from lib.decoding.sampling import PipelineResult
+from lib.decoding.vocab_max import top_k
 
 
 @dataclass
@@ -42,22 +43,27 @@ def describe_step(raw: torch.Tensor, res: PipelineResult, token: int, top_n: int
     token, ordered by final probability then model probability."""
     raw = raw.float()
     model_p = torch.softmax(raw, dim=-1)                                           # (V,)
-    ids = set(torch.topk(model_p, top_n).indices.tolist()) | {int(token)}
+    ids = set(top_k(model_p, top_n)[1].tolist()) | {int(token)}
     if res.kept_count > 1:                 # else the chosen token is the only one kept (greedy)
-        ids |= set(torch.topk(res.probs, min(top_n, res.kept_count)).indices.tolist())
+        ids |= set(top_k(res.probs, min(top_n, res.kept_count))[1].tolist())
     alt = sorted(ids, key=lambda i: (-float(res.probs[i]), -float(model_p[i])))
     idx = torch.tensor(alt)
-    stages, prev = [], model_p
+    stages, prev, prev_logits, kept = [], model_p, None, 0
     for rec in res.stages:
         final = rec is res.stages[-1] and not res.greedy      # then softmax(rec.logits) is res.probs
         if rec.logits is raw:
             p = model_p                                                          # (V,) the input: done
+        elif rec.logits is prev_logits:
+            p = prev                       # a stage that changed nothing (T = 0 keeps the logits)
         else:
             p = res.probs if final else torch.softmax(rec.logits, dim=-1)        # (V,)
         mass = float(prev[rec.kept].double().sum()) if rec.kept is not None else None
-        kept = res.kept_count if final else int((p > 0).sum())
+        if final:
+            kept = res.kept_count
+        elif p is not prev or prev_logits is None:
+            kept = int(torch.count_nonzero(p))                                   # probabilities >= 0
         stages.append(StageView(rec.name, kept, mass, tuple(p[idx].tolist())))
-        prev = p
+        prev, prev_logits = p, rec.logits
     return StepRecord(
         token=int(token), prob=float(res.probs[token]), model_prob=float(model_p[token]),
         rank=int((model_p > model_p[token]).sum()), kept=res.kept_count,
