@@ -144,21 +144,24 @@ def _lazy_imports() -> list[str]:
 lazy_missing: list[str] = []
 
 
-MMAP_THRESHOLD = int(os.environ.get("LLM_LAB_MMAP_THRESHOLD", 2 << 20))  # larger blocks: own mapping
+MMAP_THRESHOLD = int(os.environ.get("LLM_LAB_MMAP_THRESHOLD", 4 << 20))  # larger blocks: own mapping
 TRIM_EVERY_S = float(os.environ.get("LLM_LAB_TRIM_EVERY_S", 0.5))
 TRIM_THRESHOLD = 32 << 20    # bytes of free heap top kept for reuse (malloc_trim runs after big work)
 
 
 def _tame_malloc(arenas: int = 2) -> None:
     """Two glibc habits that make a busy server's memory grow; the settings below are what
-    MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=2097152 MALLOC_TRIM_THRESHOLD_=33554432 would do,
+    MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=4194304 MALLOC_TRIM_THRESHOLD_=33554432 would do,
     which no host lets us set before Python starts:
     - every thread that allocates gets its own heap arena (up to 8 per core), and thirty session
       threads then hold thirty half-empty heaps: cap them;
     - a freed large block raises the size above which blocks are mapped on their own (up to
       32 MB), so the batched step's (B, 1, 262144) logits then come from a heap, where freed
-      holes between live blocks are never returned: pin it at 2 MB (a fixed threshold also
+      holes between live blocks are never returned: pin it at 4 MB (a fixed threshold also
       fixes the trim threshold, so set that too: 32 MB of free heap top kept for reuse).
+      Not at 2 MB: a float64 or int64 vector over the vocabulary is 2 MB plus malloc's header,
+      and mapping each one afresh page-faults all of it (the temperature page's checks took
+      120-150 ms instead of ~70 ms).
     README ("A class on one server") has the 30-new-prompt figures with and without it."""
     from lib.ui.memo import LIBC
 

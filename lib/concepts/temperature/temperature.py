@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from lib.core.threads import on_one_core
+from lib.decoding import vocab_max
 from lib.decoding.float_sort import sort_floats
 from lib.decoding.sampling import apply_temperature
 
@@ -24,16 +26,24 @@ def temperature_probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     return torch.softmax(apply_temperature(x, temperature), dim=-1)
 
 
-def entropy_bits(probs: torch.Tensor) -> float:
+def temperature_log_probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """log softmax(logits / T) over (V,), T > 0: the log of temperature_probs, in one pass
+    (no log of the probabilities, which is the slow part of an entropy)."""
+    return torch.log_softmax(apply_temperature(logits.float(), temperature), dim=-1)
+
+
+def entropy_bits(probs: torch.Tensor, log_probs: torch.Tensor | None = None) -> float:
     """H(p) = -sum p log2 p, with 0 log 0 = 0; never -0.0 (a one-hot gives +0.0).
 
-    Each term p log p in the probabilities' own precision, their sum in float64 (262,144
-    terms; converting p to float64 first gives the same bits to 1e-8 and takes 3x as long).
-    0 log 0 = 0: p is raised to the smallest normal float before its log, so a 0 term is
-    0 x log(tiny) = 0 (a p below that would add under 1e-36). torch.special.xlogy does the same
-    but takes twice as long (no vectorised log)."""
-    tiny = torch.finfo(probs.dtype).tiny
-    terms = probs * torch.log(probs.clamp_min(tiny))                                # (V,)
+    `log_probs`: log p, if the caller has it (temperature_log_probs of the same logits and T);
+    otherwise it is computed here. Each term p log p in the probabilities' own precision,
+    their sum in float64 (262,144 terms; converting p to float64 first gives the same bits to
+    1e-8 and takes 3x as long). 0 log 0 = 0: p is raised to the smallest normal float before
+    its log, so a 0 term is 0 x log(tiny) = 0 (a p below that would add under 1e-36); a given
+    log p of -inf where p = 0 counts 0 too."""
+    if log_probs is None:
+        log_probs = torch.log(probs.clamp_min(torch.finfo(probs.dtype).tiny))       # (V,)
+    terms = probs * log_probs.clamp_min(torch.finfo(log_probs.dtype).min)           # (V,) no 0 x -inf
     return max(0.0, float(-terms.sum(dtype=torch.float64)) / math.log(2))
 
 
@@ -46,14 +56,15 @@ class TemperatureSweep:
     top_probs: np.ndarray      # (n, k) their probabilities at each T
 
 
+@on_one_core                  # thirty sessions compute this beside the batched forwards (lib/core/threads.py)
 def sweep(logits: torch.Tensor, temperatures, top_k: int = 10) -> TemperatureSweep:
     """Entropy, top-1 probability and the top-k tokens' probabilities at each temperature."""
     temps = np.asarray(list(temperatures), dtype=np.float64)
     top_ids = torch.topk(logits.float(), top_k).indices
     ent, top1, tp = [], [], []
     for T in temps:
-        p = temperature_probs(logits, float(T))
-        ent.append(entropy_bits(p))
+        p = temperature_probs(logits, float(T))                                       # (V,)
+        ent.append(entropy_bits(p, temperature_log_probs(logits, float(T)) if T > 0 else None))
         top1.append(float(p.max()))
         tp.append(p[top_ids].numpy())
     return TemperatureSweep(temps, np.array(ent), np.array(top1), top_ids.numpy(), np.array(tp))
@@ -69,6 +80,7 @@ class AtTemperature:
     tokens_for_90: int       # how many of the most likely tokens hold 90% of the probability
 
 
+@on_one_core
 def at_temperatures(logits: torch.Tensor, temperatures) -> list[AtTemperature]:
     """The numbers a page states about a few temperatures, one softmax each. Only these small
     records are returned, so thirty sessions' pages hold no (V,) distributions of their own."""
@@ -76,8 +88,9 @@ def at_temperatures(logits: torch.Tensor, temperatures) -> list[AtTemperature]:
     out = []
     for T in temperatures:
         p = temperature_probs(logits, float(T))                                       # (V,)
-        top = int(p.argmax())
-        out.append(AtTemperature(float(T), entropy_bits(p), top, float(p[top]), float(p[argmax]),
+        top = vocab_max.argmax(p)
+        lp = temperature_log_probs(logits, float(T)) if T > 0 else None
+        out.append(AtTemperature(float(T), entropy_bits(p, lp), top, float(p[top]), float(p[argmax]),
                                  tokens_for_mass(p, 0.9)))
     return out
 
