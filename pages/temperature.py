@@ -39,14 +39,9 @@ logits = runtime.cached(generate.next_token_logits)(m.engine, prompt.ids)       
 eos = m.spec.eos_ids
 
 
-def greedy_and_its_check():
-    steps = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(0.0), 0, n_new, eos)
-    return steps, runtime.cached(generate.argmax_mismatches)(m.engine, prompt.ids, tuple(s.token for s in steps))
-
-
 # Started now, collected below the figures: the two continuations share each batched step of the
 # engine, and the checks' inputs are computed meanwhile.
-later = runtime.start(greedy_and_its_check,
+later = runtime.start(lambda: runtime.cached(generate.checked_greedy)(m.engine, prompt.ids, n_new, eos),
                       lambda: runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(T), seed,
                                                                     n_new, eos),
                       lambda: runtime.cached(checks.check_inputs)(logits, tuple(temps)))

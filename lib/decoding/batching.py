@@ -17,7 +17,8 @@ Requests join and leave between steps (a new session's prefill runs in the same 
 others' decodes, as a second forward): that is continuous batching, as in vLLM and the
 serving pages. Every session keeps
 its own KV cache; `BatchOfCaches` shows them to the engine as one batch, padded with
-position -1, which the engine never attends to. A session alone runs the engine directly.
+position -1, which the engine never attends to. A session alone gets the engine's own forward
+(the scheduler thread runs it: its thread is the only one whose tensor work takes every core).
 """
 from __future__ import annotations
 
@@ -139,21 +140,21 @@ class Scheduler:
         self.steps = 0                    # batched forwards run (for tests and the bench)
         self.rows = 0                     # requests they served
         self.runs = 0                     # times the scheduler woke to run a batch (a forward per length group)
+        self.alone = 0                    # forwards of a session alone (no batch, the engine directly)
         self.last_step_s = 0.0
         threading.Thread(target=self._loop, name="batching-scheduler", daemon=True).start()
 
     def forward(self, ids: torch.Tensor, cache: KVCacheProtocol, n_logits: int = 1,
                 argmax: bool = False) -> torch.Tensor:
         """ids (1, T) through the model with this session's cache -> the logits of its last
-        n_logits positions (1, n_logits, V), or only their argmax ids (1, n_logits)."""
+        n_logits positions (1, n_logits, V), or only their argmax ids (1, n_logits). Run by
+        the scheduler thread even for a session alone (as `alone_forward`, the same numbers
+        as the engine called directly): then the scheduler's is the only thread whose tensor
+        work uses several cores (lib/core/threads.py)."""
+        req = _Request(ids, cache, n_logits, argmax)
         with self.cond:
-            alone = self.seated <= 1 and not self.pending
-            if not alone:
-                req = _Request(ids, cache, n_logits, argmax)
-                self.pending.append(req)
-                self.cond.notify_all()
-        if alone:
-            return alone_forward(self.engine_ref(), ids, cache, n_logits, argmax)
+            self.pending.append(req)
+            self.cond.notify_all()
         req.done.wait()
         if req.error is not None:
             raise req.error
@@ -181,6 +182,15 @@ class Scheduler:
         earlier would compete for the two cores (and the GIL) with the step's last forwards,
         which then ran 10-30x slower than alone."""
         engine = self.engine_ref()
+        if len(batch) == 1:                            # a session alone: the engine directly
+            r = batch[0]
+            try:
+                r.logits = alone_forward(engine, r.ids, r.cache, r.n_logits, r.argmax)
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting session
+                r.error = e
+            self.alone += 1
+            r.done.set()
+            return
         for group in ([batch[i] for i in g] for g in length_groups([r.ids.shape[1] for r in batch])):
             try:
                 for r, logits in zip(group, batched_forward(engine, [(r.ids, r.cache, r.n_logits, r.argmax) for r in group])):
@@ -235,18 +245,33 @@ def scheduler_for(engine) -> Scheduler:
         return _schedulers[engine]
 
 
+_held = threading.local()        # this thread's seats, per scheduler: {id(scheduler): depth}
+
+
 @contextmanager
 def seat(engine):
-    """A seat at the engine's scheduler for one generation (see Seat)."""
+    """A seat at the engine's scheduler for one generation (see Seat). Seats nest: a thread
+    that already holds one (a generation and then its check, under one outer seat) is counted
+    once, so the scheduler keeps waiting for its next forward between the two instead of
+    starting a step without it (thirty checks then ran in three steps, one of them for a
+    single late session: every weight read again for one row)."""
     if not ENABLED:
         yield Seat(engine, None)
         return
     s = scheduler_for(engine)
-    with s.cond:
-        s.seated += 1
+    depth = getattr(_held, "seats", None)
+    if depth is None:
+        depth = _held.seats = {}
+    outer = depth.get(id(s), 0) == 0
+    depth[id(s)] = depth.get(id(s), 0) + 1
+    if outer:
+        with s.cond:
+            s.seated += 1
     try:
         yield Seat(engine, s)
     finally:
-        with s.cond:
-            s.seated -= 1
-            s.cond.notify_all()
+        depth[id(s)] -= 1
+        if outer:
+            with s.cond:
+                s.seated -= 1
+                s.cond.notify_all()

@@ -32,6 +32,7 @@ from typing import Callable, Protocol
 
 import torch
 
+from lib.core import threads
 from lib.core.engine import Engine
 from lib.core.cache.dense import KVCache
 from lib.core.cache.protocol import KVCacheProtocol
@@ -79,6 +80,7 @@ class PromptCache:
         self.lock = threading.Lock()
         self.hits = 0
 
+    @threads.on_one_core                   # a session's copy: no OpenMP team for it (lib/core/threads.py)
     def get(self, ids: tuple[int, ...]):
         """(a copy of the cache after `ids`, their last logits (V,)) or None."""
         with self.lock:
@@ -153,22 +155,24 @@ CHOOSING = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
 def decode_loop(stepper: Stepper, prompt_ids, cfg: SamplingConfig, seed: int, max_new_tokens: int,
                 eos_ids: tuple[int, ...] = (), on_step: OnStep | None = None) -> list[int]:
     """The loop itself: prefill, then sample -> on_step -> decode one token, until
-    max_new_tokens or an end token (no forward after the last token). The new ids."""
+    max_new_tokens or an end token (no forward after the last token). The new ids.
+    Choosing runs on one core; the forwards take all cores themselves (lib/core/threads.py)."""
     gen = torch.Generator().manual_seed(int(seed))
     ids = list(prompt_ids)
-    logits = stepper.prefill(ids) if max_new_tokens > 0 else None                  # (V,)
-    for i in range(max_new_tokens):
-        with CHOOSING:
-            raw = logits.float().cpu()                                             # (V,)
-            res, token = choose_token(raw, cfg, gen, context=tuple(ids))
-            if on_step is not None:
-                on_step(raw, res, token)
-            del raw, res                    # not held while this session waits for its next step
-        ids.append(token)
-        if token in eos_ids or i == max_new_tokens - 1:
-            break
-        del logits                          # nor this step's logits (1 MB) while it waits
-        logits = stepper.decode(token)
+    with threads.one_core():
+        logits = stepper.prefill(ids) if max_new_tokens > 0 else None              # (V,)
+        for i in range(max_new_tokens):
+            with CHOOSING:
+                raw = logits.float().cpu()                                         # (V,)
+                res, token = choose_token(raw, cfg, gen, context=tuple(ids))
+                if on_step is not None:
+                    on_step(raw, res, token)
+                del raw, res                # not held while this session waits for its next step
+            ids.append(token)
+            if token in eos_ids or i == max_new_tokens - 1:
+                break
+            del logits                      # nor this step's logits (1 MB) while it waits
+            logits = stepper.decode(token)
     return ids[len(prompt_ids):]
 
 
@@ -217,6 +221,18 @@ def greedy(engine: Engine, prompt_ids: list[int], max_new_tokens: int,
     return run
 
 
+@batching.joins_batches
+def checked_greedy(engine: Engine, prompt_ids, max_new_tokens: int, eos_ids: tuple[int, ...] = (),
+                   top_n: int = 5) -> tuple[list[StepRecord], int]:
+    """The greedy continuation (a StepRecord per token) and its teacher-forced check
+    (`argmax_mismatches`: 0 when every token is the argmax), under one seat at the scheduler:
+    the check's forward joins the step right after the last token, with the other sessions'
+    checks, instead of arriving a moment after that step has started without it."""
+    with batching.seat(engine):
+        steps = continuation(engine, prompt_ids, SamplingConfig(0.0), 0, max_new_tokens, eos_ids, top_n)
+        return steps, argmax_mismatches(engine, prompt_ids, tuple(s.token for s in steps))
+
+
 # ---- one-forward helpers -------------------------------------------------------------------
 @batching.joins_batches
 def next_token_logits(engine: Engine, prompt_ids) -> torch.Tensor:
@@ -229,14 +245,26 @@ def next_token_logits(engine: Engine, prompt_ids) -> torch.Tensor:
 
 @batching.joins_batches
 def argmax_mismatches(engine: Engine, prompt_ids, new_ids) -> int:
-    """Teacher-forced check of a greedy path: run prompt + new tokens in one forward and count
-    the generated tokens that are NOT the argmax of the logits just before them (0 = greedy).
-    The forward is one fresh prefill (batched with other sessions' prefills like `generate`);
-    its last len(new_ids) positions predict the new tokens (the last new token predicts none)."""
+    """Teacher-forced check of a greedy path: run the prompt's last token + the new tokens in
+    one forward and count the generated tokens that are NOT the argmax of the logits just
+    before them (0 = greedy). Its len(new_ids) positions predict the new tokens (the last new
+    token predicts none), each computed anew in one forward, not one token at a time as they
+    were generated. The keys and values of the prompt before its last token come from the
+    prompt's own prefill when the engine still holds it (PromptCache: a class's thirty checks
+    then run 12 tokens each instead of ~25); otherwise the whole prompt is run again. Batched
+    with other sessions' forwards like `generate`."""
     if not new_ids:
         return 0
-    ids = list(prompt_ids) + list(new_ids)[:-1]
+    prompt = list(prompt_ids)
+    hit = prompt_cache(getattr(engine, "engine", engine)).get(tuple(prompt)) if len(prompt) > 1 else None
+    if hit is not None:
+        cache = hit[0]
+        cache.crop(len(prompt) - 1)                     # all but the prompt's last token: re-run below
+        ids = prompt[-1:] + list(new_ids)[:-1]
+    else:
+        cache, ids = None, prompt + list(new_ids)[:-1]
     with batching.seat(engine) as model:
-        best = model.forward(torch.tensor([ids], device=model.device), model.new_cache(capacity=len(ids)),
+        cache = cache if cache is not None else model.new_cache(capacity=len(ids))
+        best = model.forward(torch.tensor([ids], device=model.device), cache,
                              n_logits=len(new_ids), argmax=True)                       # (1, k) argmax ids
     return int((best[0].cpu() != torch.tensor(list(new_ids))).sum())

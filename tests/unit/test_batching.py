@@ -308,3 +308,37 @@ def test_requests_are_grouped_by_length_where_padding_costs_more_than_a_forward(
     lengths = [1, 1, 3, 9, 9, 10, 25, 26, 40]
     cost = lambda groups: sum(FORWARD_TOKENS + len(g) * max(g) for g in groups)      # noqa: E731
     assert cost(lengths_of(lengths)) <= min(cost([lengths]), cost([[x] * lengths.count(x) for x in set(lengths)]))
+
+
+def test_seats_nest_a_thread_counts_once(eng):
+    """A generation and its check under one outer seat (generate.checked_greedy): the scheduler
+    counts the thread once, so it waits for the check's forward instead of starting without it."""
+    sched = batching.scheduler_for(eng)
+    with batching.seat(eng):
+        with batching.seat(eng):
+            assert sched.seated == 1
+        assert sched.seated == 1
+    assert sched.seated == 0
+    prompt = _prompt(6)
+    steps, bad = generate.checked_greedy(eng, prompt, 8)
+    assert [s.token for s in steps] == generate.greedy(eng, prompt, 8).new_ids and bad == 0
+    with ThreadPoolExecutor(4) as pool:                        # four sessions at once: the same answers
+        together = list(pool.map(lambda n: generate.checked_greedy(eng, _prompt(n), 8), (3, 5, 7, 9)))
+    assert [([s.token for s in st], b) for st, b in together] == \
+        [([s.token for s in st], b) for st, b in (generate.checked_greedy(eng, _prompt(n), 8) for n in (3, 5, 7, 9))]
+    assert sched.seated == 0
+
+
+def test_the_check_reuses_the_prompt_prefill_and_still_catches_a_changed_token(eng):
+    """argmax_mismatches takes the prompt's keys and values (all but its last token) from the
+    PromptCache when it is there: the count is the same as with the whole prompt run again."""
+    prompt = _prompt(11)
+    path = generate.greedy(eng, prompt, 8).new_ids              # the prompt is now cached
+    cache = generate.prompt_cache(eng)
+    hits = cache.hits
+    tampered = path[:5] + [(path[5] + 1) % 97] + path[6:]
+    assert generate.argmax_mismatches(eng, prompt, path) == 0 and cache.hits == hits + 1
+    with_cache = generate.argmax_mismatches(eng, prompt, tampered)
+    cache.entries.clear()                                        # now the whole prompt is run again
+    assert with_cache >= 1 and generate.argmax_mismatches(eng, prompt, tampered) == with_cache
+    assert generate.argmax_mismatches(eng, prompt, path) == 0
