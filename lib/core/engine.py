@@ -43,6 +43,7 @@ from lib.core.cache.protocol import PAD_POSITION, KVCacheProtocol
 from lib.core.matmul import rows_times
 from lib.core.spec import ModelSpec
 from lib.core.rope import apply_rope, cos_sin, inv_frequencies
+from lib.core.threads import on_all_cores
 
 Hooks = dict[str, Callable[[int, torch.Tensor], torch.Tensor | None]]
 
@@ -122,6 +123,7 @@ class Engine:
     def new_cache(self, batch: int = 1, capacity: int = 64) -> KVCache:
         return KVCache.for_spec(self.spec, batch, self.dtype, self.device, capacity)
 
+    @on_all_cores                          # also when a session thread calls it (lib/core/threads.py)
     @torch.inference_mode()
     def forward(self, ids: torch.Tensor, cache: KVCacheProtocol, positions: torch.Tensor | None = None,
                 hooks: Hooks | None = None, logits: str | slice = "last") -> torch.Tensor:
@@ -153,11 +155,13 @@ class Engine:
         x = x[:, -1:] if logits == "last" else x if logits == "all" else x[:, logits]
         return self.head(x)                                            # (B, T', V)
 
+    @on_all_cores
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The LM head on final (normed) hidden states: x (..., D) -> logits (..., V),
         soft-capped where the model does it (Gemma 2)."""
         return soft_cap(self.lm_head.logits(x), self.spec.final_softcap)
 
+    @on_all_cores
     def head_argmax(self, x: torch.Tensor) -> torch.Tensor:
         """The LM head's argmax token ids: x (..., D) -> (...), the same as
         head(x).argmax(-1) without holding the (..., V) logits."""

@@ -8,7 +8,8 @@ It has the lowest priority and yields to visitors:
 - it opens the next page only after no real visitor's script has run for `IDLE_S`;
 - inside a page, each new computation waits until no real visitor's script runs
   (`yield_to_visitors`, called by the memo before it computes);
-- its script thread runs at the lowest CPU priority (nice 19).
+- its script thread runs at the lowest CPU priority (nice 19), its tensor work, the model's too,
+  on one core (lib.core.threads.background_thread: no OpenMP team beside the scheduler's);
 - it never times anything (lib.core.timing.guard_measurements): at nice 19, anything else on the
   machine stretches its timings; when a page reaches a measurement, the background visit of
   that page ends there and the first real visitor measures, at normal priority.
@@ -22,7 +23,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from lib.core import timing
+from lib.core import threads, timing
 
 IDLE_S = 1.0
 _cond = threading.Condition()
@@ -73,7 +74,8 @@ def visitor_running():
         except (OSError, AttributeError):
             pass
         try:
-            yield
+            with threads.background_thread():        # one core, no OpenMP team of its own
+                yield
         except LeftToVisitors:
             status["left_to_visitors"] = status.get("left_to_visitors", 0) + 1
         finally:

@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -23,13 +24,14 @@ import psutil
 import streamlit as st
 import torch
 
+from lib.core import threads
 from lib.core.engine import Engine
 from lib.model import model_loader
 from lib.model.model_loader import BUNDLED, LoadedModel, ModelLoadError
 from lib.ui.i18n import texts
 from lib.ui.memo import Memo, trim_memory
 
-torch.set_num_threads(max(1, min(torch.get_num_threads(), 4)))
+threads.model_work_on_all_cores(max(1, min(threads.DEFAULT, 4)))   # lib/core/threads.py
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 SERVER_SOURCE = os.environ.get("LLM_LAB_MODEL", "").strip() or BUNDLED
@@ -184,7 +186,8 @@ class Started:
                 memo._run.used = used           # this script run's provenance list
             prewarm._mine.on = background       # the background visitor's work stays background
             try:
-                self.values[i] = calls[i]()
+                with threads.background_thread() if background else contextlib.nullcontext():
+                    self.values[i] = calls[i]()
             except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
                 self.errors[i] = e
 

@@ -1,0 +1,141 @@
+"""How many cores one thread's tensor operations use: all of them for the model, one for the rest.
+
+PyTorch runs a big enough operation on several cores through OpenMP, and OpenMP gives every
+thread that does so its own team of helper threads, kept for as long as that thread lives. A
+class on one server has sixty session threads choosing tokens and computing checks, and one
+scheduler thread running everybody's batched forwards (lib/decoding/batching.py). Once all
+those teams hold more threads than the machine has cores, OpenMP (GNU libgomp) stops letting
+idle helpers spin and puts them to sleep at once; then each of the ~1,500 small operations of
+a batched step waits for the scheduler's helper to be woken, and the step takes twice as long
+(60 rows on this 2-core host: 0.36 s with no other team, 0.71 s beside 60 idle ones, 0.49 s
+beside 60 one-core threads).
+
+So the session threads' own whole-vocabulary arithmetic runs on one core (`one_core()`: such
+an operation is too small to gain from a second core anyway), and the model's forwards on all
+cores (`all_cores()`, which the engine's forward takes itself). The count is per thread, set
+with OpenMP's own `omp_set_num_threads` on the runtime PyTorch loaded; where that runtime
+cannot be found (another build), both do nothing.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+import threading
+from contextlib import contextmanager
+
+import torch
+
+
+def _openmp():
+    """PyTorch's OpenMP runtime (its bundled libgomp / libomp), if setting a thread's count
+    there really changes what torch uses in that thread; else None."""
+    lib_dir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    names = ("libgomp*.so*", "libomp*.so*", "libiomp*.so*", "libomp*.dylib")
+    for path in sorted(p for name in names for p in glob.glob(os.path.join(lib_dir, name))):
+        try:
+            omp = ctypes.CDLL(path)
+            omp.omp_set_num_threads.argtypes = [ctypes.c_int]
+        except (OSError, AttributeError):
+            continue
+        works = []
+
+        def probe():
+            torch.get_num_threads()                   # torch's own per-thread set-up comes first
+            omp.omp_set_num_threads(1)
+            works.append(torch.get_num_threads() == 1)
+
+        t = threading.Thread(target=probe)            # a throwaway thread: nobody else's count changes
+        t.start()
+        t.join()
+        if works and works[0]:
+            return omp
+    return None
+
+
+_OMP = _openmp()
+
+
+@contextmanager
+def cores(n: int):
+    """This thread's tensor operations use at most n cores inside the block."""
+    if _OMP is None:
+        yield
+        return
+    before = torch.get_num_threads()                 # also torch's per-thread set-up, before ours
+    _OMP.omp_set_num_threads(max(1, int(n)))
+    try:
+        yield
+    finally:
+        _OMP.omp_set_num_threads(before)
+
+
+def one_core():
+    """A session thread's own arithmetic: one core, and no OpenMP team of its own."""
+    return cores(1)
+
+
+def all_cores():
+    """The model's work: as many cores as the process uses (torch.set_num_threads), or one in a
+    thread marked `background_thread()`."""
+    return cores(1 if getattr(_here, "background", False) else ALL)
+
+
+_here = threading.local()
+
+
+@contextmanager
+def background_thread():
+    """Inside the block this thread's model work, too, runs on one core: background work (the
+    server's pre-computation of every page's defaults) then never holds an OpenMP team beside
+    the scheduler's while a class is on."""
+    before = getattr(_here, "background", False)
+    _here.background = True
+    try:
+        with one_core():
+            yield
+    finally:
+        _here.background = before
+
+
+def _fresh_thread_count() -> int:
+    """How many cores a new thread's tensor operations use (torch's default for the process):
+    asked in a throwaway thread, whatever the calling thread set for itself."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(torch.get_num_threads()))
+    t.start()
+    t.join()
+    return out[0]
+
+
+DEFAULT = _fresh_thread_count()        # before anything here changes it
+ALL = DEFAULT
+
+
+def model_work_on_all_cores(n: int) -> None:
+    """A server's setting: the model's forwards take n cores (`all_cores`), and every other
+    tensor operation, in any thread, one (torch's default count for every thread that starts
+    from now on). Then the scheduler thread, which runs every batched forward, is the only one
+    with an OpenMP team. Where the per-thread count cannot be set, simply n for everything."""
+    global ALL
+    ALL = n
+    torch.set_num_threads(1 if _OMP is not None else n)
+
+
+def on_all_cores(fn):
+    """Decorator: `fn` runs its tensor operations on all cores, whatever its caller set."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with all_cores():
+            return fn(*args, **kwargs)
+    return wrapped
+
+
+def on_one_core(fn):
+    """Decorator: `fn` (whole-vocabulary arithmetic of one session) runs on one core."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with one_core():
+            return fn(*args, **kwargs)
+    return wrapped

@@ -1,0 +1,47 @@
+"""lib/core/threads.py: a thread's core count inside one_core()/all_cores(), and the engine's
+forward on all cores even when called from a one-core block."""
+import threading
+
+import torch
+
+from lib.core import threads
+
+
+def _in_thread(fn):
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join()
+    return out[0]
+
+
+def test_one_core_is_per_thread_and_restored():
+    if threads._OMP is None:
+        return                                              # another PyTorch build: nothing to set
+    def inside():
+        before = torch.get_num_threads()
+        with threads.one_core():
+            during = torch.get_num_threads()
+            with threads.all_cores():
+                model = torch.get_num_threads()
+        return before, during, model, torch.get_num_threads()
+    mine = torch.get_num_threads()
+    before, during, model, after = _in_thread(inside)
+    assert during == 1 and model == threads.ALL and after == before
+    assert torch.get_num_threads() == mine                   # this thread was never changed
+
+
+def test_the_engine_takes_all_cores_inside_a_one_core_block():
+    from lib.core.engine import Engine
+
+    for method in (Engine.forward, Engine.head, Engine.head_argmax):
+        assert getattr(method, "__wrapped__", None) is not None, method     # threads.on_all_cores
+    seen = []
+    model_work = threads.on_all_cores(lambda: seen.append(torch.get_num_threads()))
+    def session():
+        with threads.one_core():
+            model_work()
+            seen.append(torch.get_num_threads())
+    _in_thread(session)
+    if threads._OMP is not None:
+        assert seen == [threads.ALL, 1]
