@@ -10,9 +10,11 @@ a batched step waits for the scheduler's helper to be woken, and the step takes 
 (60 rows on this 2-core host: 0.36 s with no other team, 0.71 s beside 60 idle ones, 0.49 s
 beside 60 one-core threads).
 
-So the session threads' own whole-vocabulary arithmetic runs on one core (`one_core()`: such
-an operation is too small to gain from a second core anyway), and the model's forwards on all
-cores (`all_cores()`, which the engine's forward takes itself). The count is per thread, set
+So in the server every thread's tensor work runs on one core by default
+(`model_work_on_all_cores`, set by lib/ui/runtime.py: a session's whole-vocabulary arithmetic
+is too small to gain from a second core anyway), and the model's forwards on all cores
+(`all_cores()`, which the engine's forward takes itself). `one_core()` says the same for one
+block wherever the default is not set (the decode loop's choosing, the background visitor). The count is per thread, set
 with OpenMP's own `omp_set_num_threads` on the runtime PyTorch loaded; where that runtime
 cannot be found (another build), both do nothing.
 """
@@ -131,11 +133,3 @@ def on_all_cores(fn):
             return fn(*args, **kwargs)
     return wrapped
 
-
-def on_one_core(fn):
-    """Decorator: `fn` (whole-vocabulary arithmetic of one session) runs on one core."""
-    @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-        with one_core():
-            return fn(*args, **kwargs)
-    return wrapped

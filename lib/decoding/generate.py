@@ -80,7 +80,6 @@ class PromptCache:
         self.lock = threading.Lock()
         self.hits = 0
 
-    @threads.on_one_core                   # a session's copy: no OpenMP team for it (lib/core/threads.py)
     def get(self, ids: tuple[int, ...]):
         """(a copy of the cache after `ids`, their last logits (V,)) or None."""
         with self.lock:

@@ -16,7 +16,6 @@ import torch
 
 from lib.concepts.check_result import CheckResult
 from lib.concepts.temperature import temperature as tm
-from lib.core.threads import on_one_core
 
 PROB_TOL = 1e-6          # |our p - transformers' p|, float32 softmax of the same scaled logits
 ENTROPY_REL_TOL = 5e-4   # relative: our entropy (float32 softmax) vs torch.distributions.Categorical
@@ -39,7 +38,6 @@ class CheckInputs:
     t0_mass: float                    # the mass it put there (1 for a one-hot)
 
 
-@on_one_core                  # beside the class's batched forwards (lib/core/threads.py)
 def check_inputs(logits: torch.Tensor, temperatures=()) -> CheckInputs:
     """Everything the checks need, computed by the page's lib functions and by references."""
     temps = tuple(sorted(set(CHECK_TEMPS) | {float(x) for x in temperatures if x > 0}))

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from lib.core.threads import on_one_core
 from lib.decoding import vocab_max
 from lib.decoding.float_sort import sort_floats
 from lib.decoding.sampling import apply_temperature
@@ -56,7 +55,6 @@ class TemperatureSweep:
     top_probs: np.ndarray      # (n, k) their probabilities at each T
 
 
-@on_one_core                  # thirty sessions compute this beside the batched forwards (lib/core/threads.py)
 def sweep(logits: torch.Tensor, temperatures, top_k: int = 10) -> TemperatureSweep:
     """Entropy, top-1 probability and the top-k tokens' probabilities at each temperature."""
     temps = np.asarray(list(temperatures), dtype=np.float64)
@@ -80,7 +78,6 @@ class AtTemperature:
     tokens_for_90: int       # how many of the most likely tokens hold 90% of the probability
 
 
-@on_one_core
 def at_temperatures(logits: torch.Tensor, temperatures) -> list[AtTemperature]:
     """The numbers a page states about a few temperatures, one softmax each. Only these small
     records are returned, so thirty sessions' pages hold no (V,) distributions of their own."""
