@@ -29,7 +29,7 @@ import streamlit as st
 
 from lib.ui import runtime
 from lib.concepts import plot_marks
-from lib.concepts.check_result import CONSISTENCY, CheckResult
+from lib.concepts.check_result import CONSISTENCY, ICONS, CheckResult
 from lib.concepts.catalog import Concept, by_slug
 from lib.model.tokens import EmptyPrompt, Prompt, encode_prompt
 from lib.ui.boot import leave_pages_folder_mode
@@ -200,8 +200,8 @@ class ConceptPage:
         consistency check (the app against itself) is labelled so. Compact in presenter view."""
         self.section("check_it")
         if self.present:
-            n = sum(r.passed for r in results)
-            st.markdown(" ".join("✅" if r.passed else "❌" for r in results)
+            n = sum(r.passed is True for r in results)
+            st.markdown(" ".join(ICONS[r.verdict] for r in results)
                         + " " + self.c("checks_compact", n=n, total=len(results)))
             refs = list(dict.fromkeys(r.reference or self.c("reference_missing") for r in results))
             n_cons = sum(r.kind == CONSISTENCY for r in results)
@@ -210,8 +210,7 @@ class ConceptPage:
             return
         st.caption(self.c("check_caption"))
         for r in results:
-            icon = "✅" if r.passed else "❌"
-            word = self.c("pass") if r.passed else self.c("fail")
+            icon, word = ICONS[r.verdict], self.c(r.verdict)
             ref = self.c("compared_against", ref=r.reference or self.c("reference_missing"))
             kind = self.c("kind_consistency") if r.kind == CONSISTENCY else self.c("kind_proof")
             st.markdown(f"{icon} **{word}** — {r.name}  \n`{r.detail}`  \n🔎 *{ref}* · {kind}")
