@@ -55,11 +55,12 @@ def secret_matches(secret: str | None, stored_hash: str) -> bool:
 
 def clean_nickname(nickname: str | None) -> str | None:
     """An optional nickname made safe to show: NFKC-normalized, only letters, digits, space, '-'
-    and '_' kept, runs of spaces collapsed, trimmed to NICKNAME_MAX characters; None when
+    and '_' kept (any white space
+    becomes a space), runs of spaces collapsed, trimmed to NICKNAME_MAX characters; None when
     nothing is left."""
     if not isinstance(nickname, str):
         return None
-    kept = "".join(ch for ch in unicodedata.normalize("NFKC", nickname)
-                   if (ch.isalnum() and ch.isprintable()) or ch in " -_")
+    kept = "".join(" " if ch.isspace() else ch for ch in unicodedata.normalize("NFKC", nickname)
+                   if (ch.isalnum() and ch.isprintable()) or ch.isspace() or ch in "-_")
     out = " ".join(kept.split())[:NICKNAME_MAX].strip()
     return out or None

@@ -52,7 +52,7 @@ class ClassStore(Database):
     def __init__(self, url: str | None = None, *, clock: Callable[[], float] = time.time,
                  limiter: TokenBucket | None = None):
         super().__init__(url, clock=clock)
-        self._limiter = limiter or TokenBucket(capacity=5, per_seconds=10.0)
+        self._limiter = limiter if limiter is not None else TokenBucket(5, per_seconds=10.0)
 
     # ---- rooms ---------------------------------------------------------------------------------
     def create_room(self, lang: str = "en") -> RoomKeys:
