@@ -83,13 +83,13 @@ def test_a_class_joins_follows_answers_and_sees_the_reveal(server, browser):  # 
     # answers: students 1 and 2 the first option, student 3 the second
     for i, (_, page, lang) in enumerate(students):
         page.locator(".st-key-predict-top [role='radiogroup'] label").nth(0 if i < 2 else 1).click()
-        _in(page, ".st-key-predict-top", LIVE[lang]["answer_sent"].split("**")[0].strip())
+        _in(page, ".st-key-predict-top", LIVE[lang]["answer_sent"].split("**")[0].replace("✅", "").strip())
     students[2][1].screenshot(path=str(SHOTS / "live-student-answered-id.png"))
     _in(lec, ".st-key-predict-top", "3", timeout=10_000)
     assert re.search(r"\b3\b", lec.locator(".st-key-predict-top").inner_text())
     lec.screenshot(path=str(SHOTS / "live-presenter-count-en.png"))
 
-    lec.locator(".st-key-predict-top button", has_text=LIVE["en"]["reveal"]).click()
+    lec.locator(".st-key-predict-top button", has_text=LIVE["en"]["reveal"]).first.click()
     lec.wait_for_selector(".st-key-predict-top .js-plotly-plot", timeout=WAIT_MS)
     x, y = _plot_data(lec, ".st-key-predict-top")
     labels = [load_texts("temperature")["en"][f"q_top_{k}"] for k in ("same", "other")]
