@@ -23,6 +23,7 @@ from lib.ui import live_class as live
 from lib.ui.i18n import texts
 
 COUNT_S = 1.5
+S_REVEALED = "live.just_revealed"
 LIVE, PHASE_PARAM = live.LIVE, live.PHASE_PARAM    # the lesson mode, published with the page state
 
 
@@ -83,6 +84,8 @@ def _presenter_count(qid: str, phase: str, codes: list[str], correct: str) -> No
     code, key = live.room_code(), live.secret()
     if code is None:
         return
+    if st.session_state.pop(S_REVEALED, False):
+        st.rerun(scope="app")                       # the page draws the answer's figure now
     try:
         n = live.store().answers_so_far(code, key, qid, phase)
     except ClassroomError:
@@ -96,9 +99,14 @@ def _presenter_count(qid: str, phase: str, codes: list[str], correct: str) -> No
         b.caption(t("closed"))
         return
     label, help_ = (t("reveal"), t("reveal_help")) if phase == LIVE else (t("close"), t("close_help"))
-    if b.button(label, key=f"live-reveal-{qid}-{phase}", help=help_, type="primary", icon="👁️"):
-        live.store().reveal(code, key, qid, correct, phase, options=codes)
-        st.rerun(scope="app")
+    # a callback, not the return value: it survives the pages-folder-mode rerun (lib/ui/boot.py)
+    b.button(label, key=f"live-reveal-{qid}-{phase}", help=help_, type="primary", icon="👁️",
+             on_click=_reveal, args=(qid, phase, codes, correct))
+
+
+def _reveal(qid: str, phase: str, codes: list[str], correct: str) -> None:
+    live.store().reveal(live.room_code(), live.secret(), qid, correct, phase, options=codes)
+    st.session_state[S_REVEALED] = True
 
 
 def class_figure(t, dist: dict[str, int], labels: dict[str, str], correct: str) -> go.Figure:
