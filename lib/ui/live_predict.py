@@ -111,7 +111,7 @@ def _reveal(qid: str, phase: str, codes: list[str], correct: str) -> None:
 
 def class_figure(t, dist: dict[str, int], labels: dict[str, str], correct: str) -> go.Figure:
     """The class's answers per option (the model's answer in green), counts on the bars."""
-    xs = [labels.get(o, o) for o in dist]
+    xs = [("✓ " if o == correct else "") + labels.get(o, o) for o in dist]   # marked even at 0 answers
     colors = ["#2e7d32" if o == correct else "#9e9e9e" for o in dist]
     fig = go.Figure(go.Bar(x=xs, y=list(dist.values()), marker_color=colors, text=list(dist.values()),
                            textposition="outside", cliponaxis=False,

@@ -93,7 +93,8 @@ def test_a_class_joins_follows_answers_and_sees_the_reveal(server, browser):  # 
     lec.wait_for_selector(".st-key-predict-top .js-plotly-plot", timeout=WAIT_MS)
     x, y = _plot_data(lec, ".st-key-predict-top")
     labels = [load_texts("temperature")["en"][f"q_top_{k}"] for k in ("same", "other")]
-    assert list(x) == labels and list(y) == [2, 1], (x, y)
+    assert [v.removeprefix("✓ ") for v in x] == labels and list(y) == [2, 1], (x, y)
+    assert sum(v.startswith("✓ ") for v in x) == 1                   # the model's answer is marked
     lec.screenshot(path=str(SHOTS / "live-presenter-reveal-en.png"))
 
     for i, (_, page, lang) in enumerate(students):
