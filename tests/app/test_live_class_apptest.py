@@ -86,3 +86,27 @@ def test_before_after_mode_and_summary_on_the_lessons_page(store):
     table = [m.value for m in at.markdown if LIVE["en"]["col_gain"] in m.value][0]
     assert "| 4 | 25 % | 4 | 75 % | 0.67 |" in table                 # g = (0.75 - 0.25) / 0.75
     assert at.session_state["live.phase"] == "pre"
+
+
+def test_a_student_answers_from_a_fragment_and_learns_when_the_class_ends(store):
+    keys = store.create_room("en")
+    store.set_page(keys.code, keys.secret, "temperature", {"prompt": "The capital of France is"})
+    at = open_page("temperature", {"room": keys.code, "lang": "id"})
+    assert not at.exception, [e.value for e in at.exception]
+    radio = at.radio(key="live.answer.live.temperature.top")
+    radio.set_value("other").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert store.count(keys.code, "temperature.top") == 1
+    assert any(LIVE["id"]["answer_sent"].split("**")[0].replace("✅", "").strip() in s.value for s in at.success), [s.value for s in at.success] + [w.value for w in at.warning]
+    store.end(keys.code, keys.secret)
+    at.run()
+    assert any(LIVE["id"]["ended"] in w.value for w in at.warning), [w.value for w in at.warning]
+    assert "room" not in at.query_params
+
+
+def test_ending_the_class_deletes_the_room(store):
+    keys, at = _presenter(store)
+    at.button(key="live-end").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert store.room(keys.code) is None
+    assert any(LIVE["en"]["ended"] in w.value for w in at.warning)
