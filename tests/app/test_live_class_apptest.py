@@ -110,3 +110,19 @@ def test_ending_the_class_deletes_the_room(store):
     assert not at.exception, [e.value for e in at.exception]
     assert store.room(keys.code) is None
     assert any(LIVE["en"]["ended"] in w.value for w in at.warning)
+
+
+def test_explore_on_my_own_stops_counting_and_back_to_the_class_resumes(store):
+    keys = store.create_room("en")
+    store.set_page(keys.code, keys.secret, "temperature", {"prompt": "The capital of France is"})
+    at = open_page("temperature", {"room": keys.code})
+    at.button(key="live-explore").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert LIVE["en"]["exploring"] in all_text(at)
+    keys_now = {r.key for r in at.radio}
+    assert "temperature.predict.top" in keys_now                   # the page's own prediction again
+    assert "live.answer.live.temperature.top" not in keys_now
+    at.button(key="live-back").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert LIVE["en"]["following"] in all_text(at)
+    assert "live.answer.live.temperature.top" in {r.key for r in at.radio}
