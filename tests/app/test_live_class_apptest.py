@@ -126,3 +126,14 @@ def test_explore_on_my_own_stops_counting_and_back_to_the_class_resumes(store):
     assert not at.exception, [e.value for e in at.exception]
     assert LIVE["en"]["following"] in all_text(at)
     assert "live.answer.live.temperature.top" in {r.key for r in at.radio}
+
+
+def test_a_control_the_lecturer_moves_is_published_and_a_student_gets_it(store):
+    keys, at = _presenter(store)
+    version = store.room(keys.code).version
+    at.slider(key="temperature.n").set_value(20).run()
+    view = store.room(keys.code)
+    assert view.params.get("n") == "20" and view.version > version
+    st_at = open_page("temperature", {"room": keys.code})
+    assert not st_at.exception, [e.value for e in st_at.exception]
+    assert st_at.slider(key="temperature.n").value == 20                # the student follows the state
