@@ -42,35 +42,33 @@ model: setup
 run: model
 	$(PY) -m lib.ui.serve --server.port $(PORT)
 
-# Debian's chromium for the browser tests: installed with apt-get when running as root or with
-# passwordless sudo; otherwise stop at once (before the long set-up) with the command to run.
+# Debian packages the tests need (the browser, PostgreSQL's server binaries) are installed with
+# apt-get when running as root or with passwordless sudo; otherwise make stops at once (before
+# the long set-up) with the one command to run. $(call apt_install,why,packages)
+define apt_install
+if ! command -v apt-get >/dev/null; then \
+  echo "$(1) and there is no apt-get here: install them or run 'make test-fast'."; exit 1; fi; \
+if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else \
+  echo "$(1). Run this once and then 'make test' again:"; \
+  echo "    sudo apt-get install -y $(2)"; exit 1; fi; \
+echo "Installing $(2) with apt-get"; \
+$$SUDO apt-get update -qq && \
+$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null
+endef
+
+# Debian's chromium (and its emoji font) for the browser tests.
 browser:
 	@if [ -x $(CHROMIUM) ] && { ! command -v dpkg >/dev/null || dpkg -s fonts-noto-color-emoji >/dev/null 2>&1; }; then exit 0; fi; \
-	if ! command -v apt-get >/dev/null; then \
-	  echo "The browser tests need Chromium at $(CHROMIUM) and there is no apt-get here: install it, or run 'make test-fast'."; exit 1; fi; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else \
-	  echo "The browser tests need Debian's chromium. Run this once, then 'make test' again:"; \
-	  echo "    sudo apt-get install -y $(BROWSER_DEBS)"; exit 1; fi; \
-	echo "Installing $(BROWSER_DEBS) with apt-get (browser tests)"; \
-	$$SUDO apt-get update -qq && \
-	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_DEBS) >/dev/null && \
+	$(call apt_install,The browser tests need Debian's chromium at $(CHROMIUM),$(BROWSER_DEBS)) && \
 	test -x $(CHROMIUM)
 
 # PostgreSQL's server binaries (initdb, pg_ctl) for the live-class tests, which start a throwaway
-# cluster (tests/postgres.py): found on PATH, at `pg_config --bindir` or /usr/lib/postgresql/*/bin;
-# else installed with apt-get as for the browser, or stop at once with the command to run.
+# cluster (tests/postgres.py): found on PATH, at `pg_config --bindir` or /usr/lib/postgresql/*/bin.
 postgres:
 	@if command -v initdb >/dev/null && command -v pg_ctl >/dev/null; then exit 0; fi; \
 	if command -v pg_config >/dev/null && [ -x "$$(pg_config --bindir)/initdb" ]; then exit 0; fi; \
 	if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then exit 0; fi; \
-	if ! command -v apt-get >/dev/null; then \
-	  echo "The live-class tests need PostgreSQL's server binaries (initdb, pg_ctl) and there is no apt-get here: install them, or run 'make test-fast'."; exit 1; fi; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else \
-	  echo "The live-class tests need PostgreSQL. Run this once, then 'make test' again:"; \
-	  echo "    sudo apt-get install -y $(POSTGRES_DEBS)"; exit 1; fi; \
-	echo "Installing $(POSTGRES_DEBS) with apt-get (live-class tests)"; \
-	$$SUDO apt-get update -qq && \
-	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(POSTGRES_DEBS) >/dev/null && \
+	$(call apt_install,The live-class tests need PostgreSQL's server binaries (initdb and pg_ctl),$(POSTGRES_DEBS)) && \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null
 
 test: browser postgres model
