@@ -29,7 +29,7 @@ import streamlit as st
 
 from lib.ui import live_class, runtime
 from lib.concepts import plot_marks
-from lib.concepts.check_result import CheckResult
+from lib.concepts.check_result import CONSISTENCY, ICONS, CheckResult
 from lib.concepts.catalog import Concept, by_slug
 from lib.model.tokens import EmptyPrompt, Prompt, encode_prompt
 from lib.ui.boot import leave_pages_folder_mode
@@ -201,17 +201,24 @@ class ConceptPage:
         return True
 
     def checks(self, results: list[CheckResult]) -> None:
+        """Each check with its verdict, numbers, and what it was compared against; a
+        consistency check (the app against itself) is labelled so. Compact in presenter view."""
         self.section("check_it")
         if self.present:
-            n = sum(r.passed for r in results)
-            st.markdown(" ".join("✅" if r.passed else "❌" for r in results)
+            n = sum(r.passed is True for r in results)
+            st.markdown(" ".join(ICONS[r.verdict] for r in results)
                         + " " + self.c("checks_compact", n=n, total=len(results)))
+            refs = list(dict.fromkeys(r.reference or self.c("reference_missing") for r in results))
+            n_cons = sum(r.kind == CONSISTENCY for r in results)
+            st.caption(self.c("checks_references", refs="; ".join(refs))
+                       + (" " + self.c("checks_consistency", n=n_cons) if n_cons else ""))
             return
         st.caption(self.c("check_caption"))
         for r in results:
-            icon = "✅" if r.passed else "❌"
-            word = self.c("pass") if r.passed else self.c("fail")
-            st.markdown(f"{icon} **{word}** — {r.name}  \n`{r.detail}`")
+            icon, word = ICONS[r.verdict], self.c(r.verdict)
+            ref = self.c("compared_against", ref=r.reference or self.c("reference_missing"))
+            kind = self.c("kind_consistency") if r.kind == CONSISTENCY else self.c("kind_proof")
+            st.markdown(f"{icon} **{word}** — {r.name}  \n`{r.detail}`  \n🔎 *{ref}* · {kind}")
 
     def try_this(self) -> None:
         self.section("try_this")
