@@ -30,11 +30,12 @@ import time
 from pathlib import Path
 
 from bench.classroom import PeakRss, p95, start_server, stop_server
-from bench.live_student import LiveSession
+from bench.live_student import LiveSession, Run
 from lib.classroom import ClassStore
 
 PAGE, QUESTION = "stable-softmax", "naive"
 JOIN_AT_ONCE = 20
+POLL_TIMEOUT_S = 5.0
 COUNT_RE = re.compile(r"\*\*([\d.,\s]+)\*\*")
 
 
@@ -47,7 +48,8 @@ class Class:
         self.up.set()
         self.acks: list[float] = []          # when each acknowledged answer came back
         self.trips: list[float] = []         # round trips of acknowledged answers
-        self.sent = self.in_flight = self.failed_joins = self.attempted = 0
+        self.sent = self.in_flight = self.failed_joins = 0
+        self.attempted: set[int] = set()    # students who answered or gave up
         self.errors: list[str] = []
         self.done = False
 
@@ -63,35 +65,47 @@ async def _join(c: Class, page: str, code: str, sem: asyncio.Semaphore):
     return s, r, c.gen
 
 
-async def _poll(s: LiveSession, polls: dict[str, float], next_at: dict[str, float]) -> None:
-    """Rerun every fragment whose interval elapsed (the browser's auto_rerun timers)."""
+async def _poll(s: LiveSession, polls: dict[str, float], next_at: dict[str, float],
+                radio: Run | None = None) -> None:
+    """Rerun every fragment whose interval elapsed (the browser's auto_rerun timers); the
+    radio (its widget and fragment ids) is taken from the latest run that drew it."""
     now = time.perf_counter()
-    for frag, every in polls.items():
+    for frag, every in list(polls.items()):
         if now >= next_at.get(frag, now + every):
             next_at[frag] = now + every
-            r = await s.run(fragment_id=frag, auto=True, timeout_s=120)
+            r = await s.run(fragment_id=frag, auto=True, timeout_s=POLL_TIMEOUT_S)
             polls.update(r.polls)
+            for gone in r.stopped + ([frag] if not r.finished else []):
+                polls.pop(gone, None)                 # a fragment of an earlier run: not rerun
+            if radio is not None and r.radio_id is not None:
+                radio.radio_id, radio.radio_fragment = r.radio_id, r.radio_fragment
         next_at.setdefault(frag, now + every)
 
 
 async def _student(c: Class, i: int, page: str, code: str, start: float, offset: float,
                    sem: asyncio.Semaphore, joined) -> None:
     s, r, gen = joined
+    if r.radio_id is None:                           # no question to answer (a failed join)
+        c.attempted.add(i)
+        await s.close()
+        return
     polls, next_at = dict(r.polls), {}
     while time.perf_counter() < start + offset:
         if c.gen == gen and c.up.is_set():
-            await _poll(s, polls, next_at)
+            await _poll(s, polls, next_at, r)
         await asyncio.sleep(0.05)
     if c.gen != gen or not c.up.is_set():            # the server restarted: join again
         await c.up.wait()
         await s.close()
         s, r, gen = await _join(c, page, code, sem)
         if r.radio_id is None:
-            c.attempted += 1
+            c.attempted.add(i)
+            await s.close()
             return
+        polls, next_at = dict(r.polls), {}
     choice = r.radio_options[i % len(r.radio_options)]
     c.sent += 1
-    a = await s.run((r.radio_id, choice), r.radio_fragment, timeout_s=120)
+    a = await s.run((r.radio_id, choice), r.radio_fragment, timeout_s=30)
     if a.finished and a.successes:
         c.acks.append(time.perf_counter())
         c.trips.append(a.seconds)
@@ -99,7 +113,7 @@ async def _student(c: Class, i: int, page: str, code: str, start: float, offset:
         c.in_flight += 1                             # sent, the server died: unknown
     else:
         c.errors.append(a.failure or "; ".join(a.warnings + a.exceptions) or "no ack")
-    c.attempted += 1
+    c.attempted.add(i)
     while not c.done:                                # stay in the class, polling
         if c.gen == gen and c.up.is_set():
             await _poll(s, polls, next_at)
@@ -152,12 +166,16 @@ async def _scenario(c: Class, page: str, code: str, secret: str, students: int, 
         c.base = await asyncio.to_thread(restart)
         c.gen += 1
         c.up.set()
-    while c.attempted < students and not all(t.done() for t in tasks):
+    deadline = time.perf_counter() + window_s + 600
+    while len(c.attempted | {i for i, t in enumerate(tasks) if t.done()}) < students \
+            and time.perf_counter() < deadline:
         await asyncio.sleep(0.2)
     while time.perf_counter() - (max(c.acks) if c.acks else start) < 4.0 and restart is None:
         await asyncio.sleep(0.2)                      # let the lecturer's count catch up
     c.done = True
-    await asyncio.gather(*tasks, *([pres] if pres else []), return_exceptions=True)
+    for x in await asyncio.gather(*tasks, *([pres] if pres else []), return_exceptions=True):
+        if isinstance(x, BaseException):
+            c.errors.append(f"{type(x).__name__}: {x}"[:300])
     lags = _lags(c.acks, seen)
     return {"join_s": join_s, "lags": lags}
 

@@ -39,6 +39,7 @@ class Run:
     warnings: list[str] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)
     polls: dict[str, float] = field(default_factory=dict)          # fragment id -> run_every s
+    stopped: list[str] = field(default_factory=list)                # polls the page stopped
     failure: str | None = None
     sent: bool = False                                              # the BackMsg left
 
@@ -90,10 +91,15 @@ class LiveSession:
                     msg = ForwardMsg()
                     msg.ParseFromString(data)
                     kind = msg.WhichOneof("type")
-                    if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                    if kind == "new_session" and not fragment_id:
+                        r.radio_id, r.radio_fragment, r.polls = None, "", {}   # a full run redraws
+                    elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                         self._read(r, msg.delta.new_element, msg.delta.fragment_id)
                     elif kind == "auto_rerun":
                         r.polls[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
+                    elif kind == "stop_auto_rerun":
+                        r.polls.pop(msg.stop_auto_rerun.fragment_id, None)
+                        r.stopped.append(msg.stop_auto_rerun.fragment_id)
                     elif kind == "script_finished" and msg.script_finished in ENDS:
                         r.finished = msg.script_finished != FINISHED.FINISHED_WITH_COMPILE_ERROR
                         break
