@@ -30,6 +30,7 @@ POLL_S = 2.0
 S_ROOM, S_KEY, S_FOLLOW = "live.room", "live.key", "live.follow"
 S_SEEN, S_APPLIED, S_PUBLISHED = "live.seen_version", "live.applied", "live.published"
 S_NOTE, S_SID, S_NICK = "live.note", "live.session_id", "live.nickname"
+S_SHOWN = "live.shown_revealed"     # question id -> its radio key, revealed on this student's page
 S_PHASE, PHASE_PARAM, LIVE = "live.phase", "_phase", "live"   # lesson mode: live / pre / post
 # URL parameters that belong to the shell or to this session, never to the page's state
 NOT_PAGE_STATE = frozenset({LANG_PARAM, "view", "reveal", PHASE_PARAM}) | PARAMS
@@ -208,10 +209,24 @@ def follow_bar() -> None:
     if not follow or view.version == st.session_state.get(S_SEEN):
         return
     st.session_state[S_SEEN] = view.version
+    if _reopened(view):
+        st.rerun(scope="app")
     target = (view.slug, tuple(sorted(view.params.items())))
     if view.slug and target != st.session_state.get(S_APPLIED):
         st.session_state[S_APPLIED] = target
         go_to(view.slug, dict(view.params))
+
+
+def _reopened(view) -> bool:
+    """Whether a question this page showed revealed was reset (asked again): its answer is
+    forgotten here too, the page must redraw it open."""
+    shown = st.session_state.get(S_SHOWN, {})
+    again = [q for q in shown if q not in view.revealed]
+    for q in again:
+        key = shown.pop(q)
+        for k in (key, key + ".sent", key + ".err"):
+            st.session_state.pop(k, None)
+    return bool(again)
 
 
 # ---- the lecturer publishes ---------------------------------------------------------------------

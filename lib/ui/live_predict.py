@@ -71,10 +71,18 @@ def _presenter(page, t, box, qid, phase, codes, labels, correct, closed, why) ->
         st.info(page.c("predict_answer", answer=labels.get(closed, closed)) + " " + why)
         st.markdown(t("class_right", right=dist.get(closed, 0), n=n, answer=labels.get(closed, closed))
                     if n else t("no_answers"))
+        st.button(t("reset"), key=f"live-reset-{qid}", help=t("reset_help"), icon="🔄",
+                  on_click=_reset, args=(qid,))
     with left:
         page.figure(class_figure(t, dist, labels, closed), f"class-{qid.split('.', 1)[1]}",
                     data={t("fig_x"): [labels.get(o, o) for o in dist], t("fig_y"): list(dist.values())})
     return True
+
+
+def _reset(qid: str) -> None:
+    """Ask again: the store forgets the question's answers and reveal (every phase); the
+    students' class bar sees the room's new version and reopens it (live_class.follow_bar)."""
+    live.store().reset(live.room_code(), live.secret(), qid)
 
 
 @st.fragment(run_every=COUNT_S)
@@ -141,6 +149,7 @@ def _student(page, t, box, qid, phase, codes, labels, closed, why) -> bool:
     text = page.c("predict_answer", answer=answer) if mine is None else \
         page.c("predict_right" if mine == closed else "predict_wrong", answer=answer)
     (box.info if mine is None else box.success if mine == closed else box.error)(text + " " + why)
+    st.session_state.setdefault(live.S_SHOWN, {})[qid] = key      # reopened by a reset
     dist = live.store().distribution(live.room_code(), qid, phase)
     n = sum(dist.values())
     if n:
