@@ -15,6 +15,7 @@ controls are published by `publish`, called from ConceptPage.finish (lib/ui/page
 The room panel (start, QR, end) is lib/ui/live_room.py; predictions lib/ui/live_predict.py."""
 from __future__ import annotations
 
+import re
 import secrets
 
 import streamlit as st
@@ -24,8 +25,9 @@ from lib.classroom.errors import ClassroomError, UnknownRoom
 from lib.concepts.catalog import PAGES_DIR
 from lib.ui.i18n import LANG_PARAM, current_lang, texts
 
-ROOM_PARAM, KEY_PARAM = "room", "key"
-PARAMS = frozenset({ROOM_PARAM, KEY_PARAM})
+ROOM_PARAM, KEY_PARAM, SID_PARAM = "room", "key", "s"
+PARAMS = frozenset({ROOM_PARAM, KEY_PARAM, SID_PARAM})
+SID_RE = re.compile(r"[A-Za-z0-9_-]{8,32}")
 POLL_S = 2.0
 S_ROOM, S_KEY, S_FOLLOW = "live.room", "live.key", "live.follow"
 S_SEEN, S_APPLIED, S_PUBLISHED = "live.seen_version", "live.applied", "live.published"
@@ -70,8 +72,27 @@ def is_following() -> bool:
 
 
 def session_id() -> str:
-    """An anonymous id for this browser tab: one answer per tab and question."""
-    return st.session_state.setdefault(S_SID, secrets.token_urlsafe(12))
+    """An anonymous id for this student: one answer per student and question. Random, and kept
+    in the student's URL (`&s=`, set on joining): a reloaded tab (a new Streamlit session) is
+    the same student and changes its answer instead of adding one. Anyone can open a new tab
+    without it, as before; the id holds no personal data."""
+    sid = st.session_state.get(S_SID)
+    if sid is None:
+        raw = st.query_params.get(SID_PARAM) or ""
+        sid = raw if SID_RE.fullmatch(raw) else secrets.token_urlsafe(12)
+        st.session_state[S_SID] = sid
+    return sid
+
+
+def _keep_in_url() -> None:
+    """The room (and a student's id) stay in the address bar, so a reload stays in the class."""
+    if st.query_params.get(ROOM_PARAM) != room_code():
+        st.query_params[ROOM_PARAM] = room_code()
+    if is_presenter():
+        if SID_PARAM in st.query_params:
+            del st.query_params[SID_PARAM]
+    elif st.query_params.get(SID_PARAM) != session_id():
+        st.query_params[SID_PARAM] = session_id()
 
 
 def nickname() -> str | None:
@@ -101,7 +122,7 @@ def enter(code: str, key: str | None = None) -> None:
         st.session_state.pop(k, None)
     if key is not None:
         st.session_state[S_KEY] = key
-    st.query_params[ROOM_PARAM] = code
+    _keep_in_url()
 
 
 def leave(note: tuple[str, str] | None = None) -> None:
@@ -122,10 +143,11 @@ def join_from_url() -> None:
         del st.query_params[KEY_PARAM]              # the secret never stays in the address bar
     if raw is None:
         if room_code() is not None:
-            st.query_params[ROOM_PARAM] = room_code()   # a page switch dropped it: links keep it
+            _keep_in_url()                              # a page switch dropped it: links keep it
         return
     code = codes.normalize_code(raw)
     if code is not None and code == room_code() and (key is None or key == secret()):
+        _keep_in_url()
         return
     try:
         view = store().room(code) if code else None
@@ -173,6 +195,7 @@ def go_to(slug: str, params: dict) -> None:
         st.session_state.pop(k, None)
     query = {k: v for k, v in params.items() if k not in NOT_PAGE_STATE}
     query[ROOM_PARAM] = room_code()
+    query[SID_PARAM] = session_id()
     if current_lang() != "en":
         query[LANG_PARAM] = current_lang()
     st.switch_page(str(PAGES_DIR / f"{slug}.py"), query_params=query)

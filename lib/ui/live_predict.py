@@ -185,6 +185,11 @@ def _student_answer(qid: str, phase: str, codes: list[str], labels: dict[str, st
     if view is None or view.is_revealed(qid, phase):
         st.rerun(scope="app")
     key = _radio_key(qid, phase)
+    if key + ".sent" not in st.session_state and not st.session_state.get(key + ".asked"):
+        st.session_state[key + ".asked"] = True          # a reloaded tab: the answer it gave
+        mine = live.store().own_answer(code, live.session_id(), qid, phase)
+        if mine is not None:
+            st.session_state[key + ".sent"] = mine
     if key not in st.session_state and key + ".sent" in st.session_state:
         st.session_state[key] = st.session_state[key + ".sent"]     # back on this page: keep it
     st.radio(t("answer_none"), codes, index=None, key=key, format_func=labels.get, horizontal=True,

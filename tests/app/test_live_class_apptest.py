@@ -102,6 +102,14 @@ def test_a_student_answers_from_a_fragment_and_learns_when_the_class_ends(store)
     radio.set_value("other").run()
     assert not at.exception, [e.value for e in at.exception]
     assert store.count(keys.code, "temperature.top") == 1
+    sid = at.query_params.get("s")
+    sid = sid[0] if isinstance(sid, list) else sid
+    assert sid and store.own_answer(keys.code, sid, "temperature.top") == "other"
+    reloaded = open_page("temperature", {"room": keys.code, "lang": "id", "s": sid})   # the same tab, reloaded
+    assert reloaded.radio(key="live.answer.live.temperature.top").value == "other"     # its answer kept
+    reloaded.radio(key="live.answer.live.temperature.top").set_value("same").run()
+    assert store.count(keys.code, "temperature.top") == 1                            # changed, not added
+    assert store.own_answer(keys.code, sid, "temperature.top") == "same"
     assert any(LIVE["id"]["answer_sent"].split("**")[0].replace("✅", "").strip() in s.value for s in at.success), [s.value for s in at.success] + [w.value for w in at.warning]
     store.reveal(keys.code, keys.secret, "temperature.top", "same", options=["same", "other"])
     at.run()
