@@ -40,6 +40,8 @@ class Run:
     exceptions: list[str] = field(default_factory=list)
     polls: dict[str, float] = field(default_factory=dict)          # fragment id -> run_every s
     stopped: list[str] = field(default_factory=list)                # polls the page stopped
+    drawn: set[str] = field(default_factory=set)                    # fragments with deltas
+    full: bool = False               # the page ran (its polls replace the earlier ones)
     failure: str | None = None
     sent: bool = False                                              # the BackMsg left
 
@@ -78,7 +80,7 @@ class LiveSession:
         if fragment_id:
             back.rerun_script.fragment_id = fragment_id
             back.rerun_script.is_auto_rerun = auto
-        r = Run()
+        r, starts = Run(), 0
         t0 = time.perf_counter()
         try:
             await self.ws.send(back.SerializeToString())
@@ -91,9 +93,12 @@ class LiveSession:
                     msg = ForwardMsg()
                     msg.ParseFromString(data)
                     kind = msg.WhichOneof("type")
-                    if kind == "new_session" and not fragment_id:
-                        r.radio_id, r.radio_fragment, r.polls = None, "", {}   # a full run redraws
+                    if kind == "new_session":         # a run starts (a fragment's, or the page's)
+                        starts += 1
+                        if not fragment_id or starts > 1:   # the page's: it redraws everything
+                            r.radio_id, r.radio_fragment, r.polls, r.drawn = None, "", {}, set()
                     elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                        r.drawn.add(msg.delta.fragment_id)
                         self._read(r, msg.delta.new_element, msg.delta.fragment_id)
                     elif kind == "auto_rerun":
                         r.polls[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
@@ -103,6 +108,9 @@ class LiveSession:
                     elif kind == "script_finished" and msg.script_finished in ENDS:
                         r.finished = msg.script_finished != FINISHED.FINISHED_WITH_COMPILE_ERROR
                         break
+            r.full = not fragment_id or "" in r.drawn
+            if r.full:               # only fragments the final page run drew: others are gone
+                r.polls = {f: every for f, every in r.polls.items() if f in r.drawn}
         except TimeoutError:
             r.failure = f"no script_finished within {timeout_s:.0f} s"
         except Exception as e:           # noqa: BLE001 - a dropped connection is a failed run
