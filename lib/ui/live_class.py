@@ -33,6 +33,7 @@ S_ROOM, S_KEY, S_FOLLOW = "live.room", "live.key", "live.follow"
 S_SEEN, S_APPLIED, S_PUBLISHED = "live.seen_version", "live.applied", "live.published"
 S_NOTE, S_SID, S_NICK = "live.note", "live.session_id", "live.nickname"
 S_SHOWN = "live.shown_revealed"     # question id -> its radio key, revealed on this student's page
+S_OPEN = "live.open_questions"      # question id -> phase, open on this student's page
 S_PHASE, PHASE_PARAM, LIVE = "live.phase", "_phase", "live"   # lesson mode: live / pre / post
 # URL parameters that belong to the shell or to this session, never to the page's state
 NOT_PAGE_STATE = frozenset({LANG_PARAM, "view", "reveal", PHASE_PARAM}) | PARAMS
@@ -191,7 +192,7 @@ def _page_widget_keys(slug: str) -> list[str]:
 
 def go_to(slug: str, params: dict) -> None:
     """Open the lecturer's page in the lecturer's state (the student keeps their language)."""
-    for k in _page_widget_keys(slug) + [f"lessons.published.{n}" for n in ("lesson", "step")]:
+    for k in _page_widget_keys(slug) + [f"lessons.published.{n}" for n in ("lesson", "step")] + [S_OPEN]:
         st.session_state.pop(k, None)
     query = {k: v for k, v in params.items() if k not in NOT_PAGE_STATE}
     query[ROOM_PARAM] = room_code()
@@ -232,12 +233,22 @@ def follow_bar() -> None:
     if not follow or view.version == st.session_state.get(S_SEEN):
         return
     st.session_state[S_SEEN] = view.version
-    if _reopened(view):
+    if _reopened(view) or _closed(view):
         st.rerun(scope="app")
     target = (view.slug, tuple(sorted(view.params.items())))
     if view.slug and target != st.session_state.get(S_APPLIED):
         st.session_state[S_APPLIED] = target
         go_to(view.slug, dict(view.params))
+
+
+def _closed(view) -> bool:
+    """Whether a question open on this page was revealed (or closed) since: the page redraws
+    it revealed (lib/ui/live_predict.py's answer fragment does not poll by itself)."""
+    open_ = st.session_state.get(S_OPEN, {})
+    done = [q for q, phase in open_.items() if view.is_revealed(q, phase)]
+    for q in done:
+        open_.pop(q)
+    return bool(done)
 
 
 def _reopened(view) -> bool:
