@@ -50,6 +50,7 @@ class Class:
         self.acks: list[float] = []          # when each acknowledged answer came back
         self.acked: dict[str, str] = {}      # student id (?s=) -> the option acknowledged
         self.trips: list[float] = []         # round trips of acknowledged answers
+        self.poll_trips: list[float] = []    # round trips of the students' polls (for scale)
         self.sent = self.in_flight = self.failed_joins = 0
         self.attempted: set[int] = set()    # students who answered or gave up
         self.errors: list[str] = []
@@ -72,7 +73,7 @@ async def _join(c: Class, page: str, code: str, sem: asyncio.Semaphore, sid: str
 
 
 async def _poll(s: LiveSession, polls: dict[str, float], next_at: dict[str, float],
-                radio: Run | None = None) -> None:
+                radio: Run | None = None, trips: list[float] | None = None) -> None:
     """Rerun every fragment whose interval elapsed (the browser's auto_rerun timers); the
     radio (its widget and fragment ids) is taken from the latest run that drew it."""
     now = time.perf_counter()
@@ -80,6 +81,8 @@ async def _poll(s: LiveSession, polls: dict[str, float], next_at: dict[str, floa
         if now >= next_at.get(frag, now + every):
             next_at[frag] = now + every
             r = await s.run(fragment_id=frag, auto=True, timeout_s=POLL_TIMEOUT_S)
+            if trips is not None and r.finished:
+                trips.append(r.seconds)
             if r.full:
                 polls.clear()                         # a page rerun: only its fragments poll
                 next_at.clear()
@@ -101,7 +104,7 @@ async def _student(c: Class, i: int, page: str, code: str, start: float, offset:
     polls, next_at = dict(r.polls), {}
     while time.perf_counter() < start + offset:
         if c.gen == gen and c.up.is_set():
-            await _poll(s, polls, next_at, r)
+            await _poll(s, polls, next_at, r, c.poll_trips)
         await asyncio.sleep(0.05)
     if c.gen != gen or not c.up.is_set():            # the server restarted: join again
         await c.up.wait()
@@ -228,6 +231,8 @@ def run(port: int = 8610, students: int = 200, window_s: float = 10.0, seed: int
                    live_errors=sorted(set(c.errors))[:5],
                    live_answer_p50_s=statistics.median(c.trips) if c.trips else None,
                    live_answer_p95_s=p95(c.trips) if c.trips else None,
+                   live_poll_p50_s=statistics.median(c.poll_trips) if c.poll_trips else None,
+                   live_poll_p95_s=p95(c.poll_trips) if c.poll_trips else None,
                    live_presenter_lag_p95_s=p95(r["lags"]) if r["lags"] else None,
                    live_presenter_lag_max_s=max(r["lags"]) if r["lags"] else None,
                    live_presenter_lags_measured=len(r["lags"]))
