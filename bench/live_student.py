@@ -53,6 +53,7 @@ class LiveSession:
         self.url = base.replace("http://", "ws://").rstrip("/") + "/_stcore/stream"
         self.page, self.query = page, query
         self.ws = None
+        self.page_hash = ""          # the page the server last ran (a browser sends it back)
 
     async def open(self) -> None:
         import websockets
@@ -73,6 +74,7 @@ class LiveSession:
         back = BackMsg()
         back.rerun_script.query_string = self.query
         back.rerun_script.page_name = self.page
+        back.rerun_script.page_script_hash = self.page_hash
         back.rerun_script.widget_states.SetInParent()
         if radio is not None:
             w = back.rerun_script.widget_states.widgets.add()
@@ -95,6 +97,7 @@ class LiveSession:
                     kind = msg.WhichOneof("type")
                     if kind == "new_session":         # a run starts (a fragment's, or the page's)
                         starts += 1
+                        self.page_hash = msg.new_session.page_script_hash
                         if not fragment_id or starts > 1:   # the page's: it redraws everything
                             r.radio_id, r.radio_fragment, r.polls, r.drawn = None, "", {}, set()
                     elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
