@@ -1,5 +1,6 @@
 """python -m bench [--baseline] [--only core,topic,...]
 python -m bench --classroom [--port 8621] [--settle 90] [--cold]   (bench/classroom.py: 30 sessions)
+python -m bench --live-class [--port 8610] [--sessions 200] [--no-restart]   (bench/live_class.py)
 
 Core keys (issue 2): load_cold_s, prepare_cold_s, load_warm_s, decode_tok_s, hf_decode_tok_s,
 decode_speedup, bandwidth_bound_tok_s, decode_fraction_of_bound, logits_max_abs_diff,
@@ -31,7 +32,18 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=90.0, help="--classroom: seconds to wait after the health check")
     ap.add_argument("--sessions", type=int, default=30, help="--classroom: concurrent sessions per scenario")
     ap.add_argument("--cold", action="store_true", help="--classroom: an empty results folder (no persisted results)")
+    ap.add_argument("--live-class", action="store_true", help="only the live class benchmark (bench/live_class.py)")
+    ap.add_argument("--no-restart", action="store_true", help="--live-class: skip the kill-and-restart scenario")
     a = ap.parse_args()
+    if a.live_class:
+        from bench import live_class
+
+        out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(["python -m bench"] + sys.argv[1:])}
+        port = a.port if "--port" in sys.argv else 8610
+        students = a.sessions if "--sessions" in sys.argv else 200
+        out.update(live_class.run(port, students, restart=not a.no_restart))
+        print(json.dumps(out, default=float))
+        return
     if a.classroom:
         from bench import classroom
 
@@ -46,7 +58,7 @@ def main() -> None:
     if not only or "core" in only:
         out.update(core.measure_all(baseline=a.baseline, cold=not a.skip_cold))
     topics = [m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
-              if m.name not in ("core", "__main__", "common", "classroom", "browser") and not m.name.startswith("gpu")]
+              if m.name not in ("core", "__main__", "common", "classroom", "browser", "live_class", "live_student") and not m.name.startswith("gpu")]
     model = None
     for name in sorted(topics):
         if only and name not in only:

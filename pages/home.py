@@ -13,7 +13,7 @@ from lib.model.facts import model_facts
 from lib.ui.boot import leave_pages_folder_mode
 from lib.ui.i18n import texts
 
-leave_pages_folder_mode()
+leave_pages_folder_mode(page=True)
 t, c, c_lessons = texts("home"), texts("common"), texts("lessons")
 st.title(f"🧪 {t('title')}")
 st.markdown(t("intro"))

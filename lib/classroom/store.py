@@ -172,6 +172,16 @@ class ClassStore(Database):
                 s.execute(update(Room).where(Room.code == c, Room.last_activity < now)
                           .values(last_activity=now))
 
+    def own_answer(self, code: str, session_id: str, question: str,
+                   phase: str = "live") -> str | None:
+        """The option this session answered (None if none): a student's own answer only, e.g.
+        for a reloaded tab that kept its id."""
+        with self._read() as s:
+            room = self._live(s, code)
+            return s.scalar(select(Answer.option).where(
+                Answer.room_code == room.code, Answer.session_id == session_id,
+                Answer.question == question, Answer.phase == phase))
+
     def count(self, code: str, question: str, phase: str = "live") -> int:
         """How many sessions answered `question` in `phase` (anyone may ask: no answer shown)."""
         with self._read() as s:

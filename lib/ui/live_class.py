@@ -15,6 +15,7 @@ controls are published by `publish`, called from ConceptPage.finish (lib/ui/page
 The room panel (start, QR, end) is lib/ui/live_room.py; predictions lib/ui/live_predict.py."""
 from __future__ import annotations
 
+import re
 import secrets
 
 import streamlit as st
@@ -24,12 +25,15 @@ from lib.classroom.errors import ClassroomError, UnknownRoom
 from lib.concepts.catalog import PAGES_DIR
 from lib.ui.i18n import LANG_PARAM, current_lang, texts
 
-ROOM_PARAM, KEY_PARAM = "room", "key"
-PARAMS = frozenset({ROOM_PARAM, KEY_PARAM})
+ROOM_PARAM, KEY_PARAM, SID_PARAM = "room", "key", "s"
+PARAMS = frozenset({ROOM_PARAM, KEY_PARAM, SID_PARAM})
+SID_RE = re.compile(r"[A-Za-z0-9_-]{8,32}")
 POLL_S = 2.0
 S_ROOM, S_KEY, S_FOLLOW = "live.room", "live.key", "live.follow"
 S_SEEN, S_APPLIED, S_PUBLISHED = "live.seen_version", "live.applied", "live.published"
 S_NOTE, S_SID, S_NICK = "live.note", "live.session_id", "live.nickname"
+S_SHOWN = "live.shown_revealed"     # question id -> its radio key, revealed on this student's page
+S_OPEN = "live.open_questions"      # question id -> phase, open on this student's page
 S_PHASE, PHASE_PARAM, LIVE = "live.phase", "_phase", "live"   # lesson mode: live / pre / post
 # URL parameters that belong to the shell or to this session, never to the page's state
 NOT_PAGE_STATE = frozenset({LANG_PARAM, "view", "reveal", PHASE_PARAM}) | PARAMS
@@ -69,8 +73,27 @@ def is_following() -> bool:
 
 
 def session_id() -> str:
-    """An anonymous id for this browser tab: one answer per tab and question."""
-    return st.session_state.setdefault(S_SID, secrets.token_urlsafe(12))
+    """An anonymous id for this student: one answer per student and question. Random, and kept
+    in the student's URL (`&s=`, set on joining): a reloaded tab (a new Streamlit session) is
+    the same student and changes its answer instead of adding one. Anyone can open a new tab
+    without it, as before; the id holds no personal data."""
+    sid = st.session_state.get(S_SID)
+    if sid is None:
+        raw = st.query_params.get(SID_PARAM) or ""
+        sid = raw if SID_RE.fullmatch(raw) else secrets.token_urlsafe(12)
+        st.session_state[S_SID] = sid
+    return sid
+
+
+def _keep_in_url() -> None:
+    """The room (and a student's id) stay in the address bar, so a reload stays in the class."""
+    if st.query_params.get(ROOM_PARAM) != room_code():
+        st.query_params[ROOM_PARAM] = room_code()
+    if is_presenter():
+        if SID_PARAM in st.query_params:
+            del st.query_params[SID_PARAM]
+    elif st.query_params.get(SID_PARAM) != session_id():
+        st.query_params[SID_PARAM] = session_id()
 
 
 def nickname() -> str | None:
@@ -100,7 +123,7 @@ def enter(code: str, key: str | None = None) -> None:
         st.session_state.pop(k, None)
     if key is not None:
         st.session_state[S_KEY] = key
-    st.query_params[ROOM_PARAM] = code
+    _keep_in_url()
 
 
 def leave(note: tuple[str, str] | None = None) -> None:
@@ -121,10 +144,11 @@ def join_from_url() -> None:
         del st.query_params[KEY_PARAM]              # the secret never stays in the address bar
     if raw is None:
         if room_code() is not None:
-            st.query_params[ROOM_PARAM] = room_code()   # a page switch dropped it: links keep it
+            _keep_in_url()                              # a page switch dropped it: links keep it
         return
     code = codes.normalize_code(raw)
     if code is not None and code == room_code() and (key is None or key == secret()):
+        _keep_in_url()
         return
     try:
         view = store().room(code) if code else None
@@ -168,10 +192,11 @@ def _page_widget_keys(slug: str) -> list[str]:
 
 def go_to(slug: str, params: dict) -> None:
     """Open the lecturer's page in the lecturer's state (the student keeps their language)."""
-    for k in _page_widget_keys(slug) + [f"lessons.published.{n}" for n in ("lesson", "step")]:
+    for k in _page_widget_keys(slug) + [f"lessons.published.{n}" for n in ("lesson", "step")] + [S_OPEN]:
         st.session_state.pop(k, None)
     query = {k: v for k, v in params.items() if k not in NOT_PAGE_STATE}
     query[ROOM_PARAM] = room_code()
+    query[SID_PARAM] = session_id()
     if current_lang() != "en":
         query[LANG_PARAM] = current_lang()
     st.switch_page(str(PAGES_DIR / f"{slug}.py"), query_params=query)
@@ -208,10 +233,34 @@ def follow_bar() -> None:
     if not follow or view.version == st.session_state.get(S_SEEN):
         return
     st.session_state[S_SEEN] = view.version
+    if _reopened(view) or _closed(view):
+        st.rerun(scope="app")
     target = (view.slug, tuple(sorted(view.params.items())))
     if view.slug and target != st.session_state.get(S_APPLIED):
         st.session_state[S_APPLIED] = target
         go_to(view.slug, dict(view.params))
+
+
+def _closed(view) -> bool:
+    """Whether a question open on this page was revealed (or closed) since: the page redraws
+    it revealed (lib/ui/live_predict.py's answer fragment does not poll by itself)."""
+    open_ = st.session_state.get(S_OPEN, {})
+    done = [q for q, phase in open_.items() if view.is_revealed(q, phase)]
+    for q in done:
+        open_.pop(q)
+    return bool(done)
+
+
+def _reopened(view) -> bool:
+    """Whether a question this page showed revealed was reset (asked again): its answer is
+    forgotten here too, the page must redraw it open."""
+    shown = st.session_state.get(S_SHOWN, {})
+    again = [q for q in shown if q not in view.revealed]
+    for q in again:
+        key = shown.pop(q)
+        for k in (key, key + ".sent", key + ".err"):
+            st.session_state.pop(k, None)
+    return bool(again)
 
 
 # ---- the lecturer publishes ---------------------------------------------------------------------

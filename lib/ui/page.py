@@ -53,7 +53,7 @@ class ConceptPage:
     def __init__(self, slug: str, icon: str | None = None):
         """`slug` of a concept in lib/concepts/catalog.py; a teaching page that is not one of
         the concepts (e.g. life-of-a-token) passes its own `icon` instead."""
-        leave_pages_folder_mode()
+        leave_pages_folder_mode(page=True)
         self.slug = slug
         self.concept = by_slug(slug) if icon is None else Concept(0, slug, "teaching", icon)
         self.t = texts(slug)

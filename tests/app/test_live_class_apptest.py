@@ -67,6 +67,11 @@ def test_answers_are_counted_and_the_reveal_shows_the_distribution(store):
     correct = store.room(keys.code).correct("temperature.top")
     label = load_texts("temperature")["en"][f"q_top_{correct}"]
     assert LIVE["en"]["class_right"].format(right={"same": 2, "other": 1}[correct], n=3, answer=label) in text
+    at.button(key="live-reset-temperature.top").click().run()       # ask again: answers forgotten
+    assert not at.exception, [e.value for e in at.exception]
+    assert not store.room(keys.code).is_revealed("temperature.top")
+    assert store.count(keys.code, "temperature.top") == 0
+    assert LIVE["en"]["answered"].format(n=0) in all_text(at)
 
 
 def test_before_after_mode_and_summary_on_the_lessons_page(store):
@@ -97,7 +102,23 @@ def test_a_student_answers_from_a_fragment_and_learns_when_the_class_ends(store)
     radio.set_value("other").run()
     assert not at.exception, [e.value for e in at.exception]
     assert store.count(keys.code, "temperature.top") == 1
+    sid = at.query_params.get("s")
+    sid = sid[0] if isinstance(sid, list) else sid
+    assert sid and store.own_answer(keys.code, sid, "temperature.top") == "other"
+    reloaded = open_page("temperature", {"room": keys.code, "lang": "id", "s": sid})   # the same tab, reloaded
+    assert reloaded.radio(key="live.answer.live.temperature.top").value == "other"     # its answer kept
+    reloaded.radio(key="live.answer.live.temperature.top").set_value("same").run()
+    assert store.count(keys.code, "temperature.top") == 1                            # changed, not added
+    assert store.own_answer(keys.code, sid, "temperature.top") == "same"
     assert any(LIVE["id"]["answer_sent"].split("**")[0].replace("✅", "").strip() in s.value for s in at.success), [s.value for s in at.success] + [w.value for w in at.warning]
+    store.reveal(keys.code, keys.secret, "temperature.top", "same", options=["same", "other"])
+    at.run()
+    assert "live.answer.live.temperature.top" not in {r.key for r in at.radio}   # revealed
+    store.reset(keys.code, keys.secret, "temperature.top")            # the lecturer asks again
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    again = at.radio(key="live.answer.live.temperature.top")
+    assert again.value is None                                       # reopened, the old answer gone
     store.end(keys.code, keys.secret)
     at.run()
     assert any(LIVE["id"]["ended"] in w.value for w in at.warning), [w.value for w in at.warning]

@@ -72,6 +72,7 @@ def test_a_class_joins_follows_answers_and_sees_the_reveal(server, browser):  # 
         students.append((ctx, page, lang))
     for _, page, lang in students:
         _in(page, ".st-key-live-bar", LIVE[lang]["class_code"].format(code=code))
+        _in(page, ".st-key-live-bar", LIVE[lang]["following"])
 
     # the lecturer moves to the temperature page: every student follows
     lec.locator("[data-testid='stSidebarNav'] a", has_text=COMMON["en"]["concept_temperature"]).first.click()
@@ -85,6 +86,8 @@ def test_a_class_joins_follows_answers_and_sees_the_reveal(server, browser):  # 
         page.locator(".st-key-predict-top [role='radiogroup'] label").nth(0 if i < 2 else 1).click()
         _in(page, ".st-key-predict-top", LIVE[lang]["answer_sent"].split("**")[0].replace("✅", "").strip())
     students[2][1].screenshot(path=str(SHOTS / "live-student-answered-id.png"))
+    sids = {re.search(r"[?&]s=([\w-]+)", page.url).group(1) for _, page, _ in students}
+    assert len(sids) == 3                                            # each student its own id in its URL
     _in(lec, ".st-key-predict-top", "3", timeout=10_000)
     assert re.search(r"\b3\b", lec.locator(".st-key-predict-top").inner_text())
     lec.screenshot(path=str(SHOTS / "live-presenter-count-en.png"))
@@ -97,10 +100,13 @@ def test_a_class_joins_follows_answers_and_sees_the_reveal(server, browser):  # 
     assert sum(v.startswith("✓ ") for v in x) == 1                   # the model's answer is marked
     lec.screenshot(path=str(SHOTS / "live-presenter-reveal-en.png"))
 
+    right = [k for k, v in zip(("same", "other"), x) if v.startswith("✓ ")][0]
     for i, (_, page, lang) in enumerate(students):
-        # the page reveals by itself: the class's share under the student's right/wrong
-        _in(page, ".st-key-predict-top", LIVE[lang]["class_right"].split("{answer}")[0].format(right="", n=3).strip(),
-            timeout=15_000)
+        # the page reveals by itself: the class's share under the student's right/wrong, in the
+        # student's language (the Indonesian student sees Indonesian, with the same counts)
+        answer = load_texts("temperature")[lang][f"q_top_{right}"]
+        _in(page, ".st-key-predict-top", LIVE[lang]["class_right"].format(
+            right=dict(zip(("same", "other"), y))[right], n=3, answer=answer), timeout=15_000)
         page.screenshot(path=str(SHOTS / f"live-student-{i}-reveal-{lang}.png"))
     for ctx, _, _ in students:
         ctx.close()

@@ -140,6 +140,8 @@ def test_one_answer_per_session_changeable_until_the_reveal(store):
     store.answer(k.code, "s1", "q", "Paris", OPTS)            # changed, not added
     store.answer(k.code, "s2", "q", "Nice", OPTS)
     store.answer(k.code, "s1", "q", "Nice", OPTS, phase="pre")  # another phase: its own row
+    assert store.own_answer(k.code, "s1", "q") == "Paris"      # a reloaded tab finds its own
+    assert store.own_answer(k.code, "s1", "q", "pre") == "Nice" and store.own_answer(k.code, "s9", "q") is None
     assert store.count(k.code, "q") == 2 and store.count(k.code, "q", "pre") == 1
     with pytest.raises(NotRevealed):                          # nobody sees answers before it
         store.distribution(k.code, "q")
