@@ -1,0 +1,120 @@
+"""Pages that fit a phone (390 px) and a projector (1280x720): the CSS every run applies and
+the figure layout that works at any width (issue 33).
+
+The server cannot know the screen's width, so a figure is laid out to work at every width:
+- its title is not Plotly's (an SVG line that never wraps and is cut off on a phone) but an
+  HTML line above the chart (`title_html`) that wraps like any text; the downloaded HTML keeps
+  Plotly's own title;
+- a legend sits below the plot (`legend_below`), horizontal, so it wraps onto more lines
+  instead of taking half of a phone's width at the right;
+- axes use automargin (long tick labels push the margin instead of running off the chart).
+The rest is CSS (`RESPONSIVE_CSS`): tables scroll sideways inside their own box, long words
+break, and under 640 px the column padding and headings shrink and a chart drawn with
+`page.figure(..., wide=True)` (the beam tree: a label at every node) keeps WIDE_PX and
+scrolls sideways in its own box instead of crowding its labels into one another.
+"""
+from __future__ import annotations
+
+import html
+import re
+
+import plotly.graph_objects as go
+import streamlit as st
+
+FIG_TITLE_CLASS = "fig-title"
+WIDE_KEY, WIDE_PX = "wide-fig-", 720        # page.figure(wide=True): st.container(key=WIDE_KEY...) on a phone
+
+# Plotly's title markup that HTML reads the same way; anything else in a title is shown as text.
+_KEPT_TAGS = re.compile(r"</?(?:b|i|em|sup|sub)>|<br\s*/?>", re.IGNORECASE)
+
+RESPONSIVE_CSS = """<style>
+.fig-title { font-weight: 600; font-size: 1.02rem; line-height: 1.35; margin: 0.4rem 0 -0.6rem 0;
+  overflow-wrap: anywhere; }
+.stMarkdown table { display: block; max-width: 100%; overflow-x: auto; }
+[data-testid="stTable"] { max-width: 100%; overflow-x: auto; }
+.stMarkdown p, .stMarkdown li, .stAlert p, .stCaption p { overflow-wrap: break-word; }
+.stMarkdown code { white-space: pre-wrap; overflow-wrap: anywhere; }
+@media (max-width: 640px) {
+  .stMainBlockContainer { padding-left: 0.9rem !important; padding-right: 0.9rem !important; }
+  h1 { font-size: 1.75rem !important; } h2 { font-size: 1.4rem !important; } h3 { font-size: 1.2rem !important; }
+  .stMarkdown p, .stMarkdown li { overflow-wrap: anywhere; }
+  .fig-title { font-size: 0.95rem; }
+  [data-testid="stCodeBlock"] pre { max-width: 100%; overflow-x: auto; }
+  [class*="st-key-WIDE_KEY"] { overflow-x: auto; }
+  [class*="st-key-WIDE_KEY"] .stPlotlyChart { min-width: WIDE_PXpx; }
+}
+</style>""".replace("WIDE_KEY", WIDE_KEY).replace("WIDE_PX", str(WIDE_PX))
+
+
+def apply_css() -> None:
+    """The responsive CSS; call once per run (lib/ui/shell.py does)."""
+    st.html(RESPONSIVE_CSS)
+
+
+def title_html(text: str) -> str:
+    """`text` (a Plotly title: plain text with <br>, <b>, <sup>, ...) as a safe HTML line:
+    the tags HTML reads the same way are kept, every other character escaped (a token in a
+    title may hold '<')."""
+    out, last = [], 0
+    for m in _KEPT_TAGS.finditer(text):
+        out += [html.escape(text[last:m.start()]), m.group(0).lower()]
+        last = m.end()
+    out.append(html.escape(text[last:]))
+    return f'<div class="{FIG_TITLE_CLASS}">{"".join(out)}</div>'
+
+
+def legend_below(fig: go.Figure) -> None:
+    """Move a legend Plotly would draw at the right (its default, or one placed at x >= 1) to
+    a horizontal row under the plot, below the x axis title, where it wraps onto more rows on
+    a phone instead of taking half the width. Legends a figure placed elsewhere (most figures
+    already put theirs below) stay where they are."""
+    leg = fig.layout.legend
+    if leg.orientation == "h" or (leg.x is not None and leg.x < 1):
+        return
+    fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=-0.25, yanchor="top"))
+
+
+def _needs_top_room(fig: go.Figure) -> bool:
+    """Does anything sit above the plot area (subplot titles, top labels, a legend on top)?"""
+    above = [a for a in fig.layout.annotations if a.yref in (None, "paper") and (a.y or 0) >= 0.98]
+    return bool(above) or (fig.layout.legend.y is not None and fig.layout.legend.y > 1)
+
+
+PRESENT_FONT, PRESENT_SCALE = 20, 1.6        # projector: base font (px) and the factor for text marks
+PRESENT_HEIGHT = (440, 560)                  # a chart's height on a 1280x720 projector, px
+
+
+def _present(fig: go.Figure) -> None:
+    """Projector sizes: ticks, axis titles and legends follow the 20 px base font, hover
+    labels too, explicitly sized text marks (token labels, line labels) grow by
+    PRESENT_SCALE, and the height stays within PRESENT_HEIGHT (the chart fits the screen)."""
+    fig.update_layout(font=dict(size=PRESENT_FONT), hoverlabel=dict(font_size=PRESENT_FONT),
+                      legend=dict(font_size=PRESENT_FONT))
+    for trace in fig.data:
+        size = getattr(getattr(trace, "textfont", None), "size", None)
+        if isinstance(size, (int, float)):
+            trace.textfont.size = round(size * PRESENT_SCALE)
+    for a in fig.layout.annotations:
+        if a.font.size:
+            a.font.size = round(a.font.size * PRESENT_SCALE)
+    lo, hi = PRESENT_HEIGHT
+    fig.update_layout(height=min(max(fig.layout.height or 450, lo), hi))
+
+
+def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = None
+                 ) -> tuple[go.Figure, str | None]:
+    """(the figure to draw on the page, its title as HTML or None): a copy of `fig` without
+    Plotly's title (and without the top margin the title needed: `own_top` is the margin the
+    figure asked for itself, kept), its legend below (`legend_below`), automargin on every
+    axis, and with `present` the projector's sizes (`_present`)."""
+    shown = go.Figure(fig)
+    text = shown.layout.title.text
+    shown.update_layout(title_text=None)
+    legend_below(shown)
+    top = max(own_top or 0, 34 if _needs_top_room(shown) else 12)
+    shown.update_layout(margin_t=top)
+    shown.update_xaxes(automargin=True)
+    shown.update_yaxes(automargin=True)
+    if present:
+        _present(shown)
+    return shown, (title_html(text) if text else None)

@@ -1,0 +1,50 @@
+"""lib/ui/responsive.py: the figure a page draws fits a phone and a projector (issue 33)."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from lib.ui import responsive
+
+
+def _fig(**layout) -> go.Figure:
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="a", mode="markers+text", text=["x", "y"],
+                               textfont=dict(size=10)))
+    fig.add_scatter(x=[1, 2], y=[4, 3], name="b")
+    fig.update_layout(**layout)
+    return fig
+
+
+def test_the_title_leaves_plotly_for_a_wrapping_html_line_and_stays_in_the_download():
+    fig = _fig(title="Where “␣is” looks <it> at<br>layer <b>5</b>", height=420)
+    shown, title = responsive.shown_figure(fig)
+    assert shown.layout.title.text is None                    # nothing Plotly could cut off
+    assert title == ('<div class="fig-title">Where “␣is” looks &lt;it&gt; at<br>layer <b>5</b></div>')
+    assert fig.layout.title.text.startswith("Where")          # the figure itself (the download) keeps it
+
+
+def test_a_legend_at_the_right_moves_below_and_one_placed_below_stays():
+    shown, _ = responsive.shown_figure(_fig())                # Plotly's default: a column at the right
+    assert shown.layout.legend.orientation == "h" and shown.layout.legend.y < 0
+    placed = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
+    shown, _ = responsive.shown_figure(_fig(legend=placed))
+    assert shown.layout.legend.y == 1.02 and shown.layout.margin.t >= 30     # room above for it
+    shown, _ = responsive.shown_figure(_fig(legend=dict(orientation="v", x=1.02, y=1)))
+    assert shown.layout.legend.orientation == "h"
+
+
+def test_the_top_margin_the_title_needed_is_given_back_but_a_figures_own_stays():
+    assert responsive.shown_figure(_fig(margin=dict(t=90)))[0].layout.margin.t == 12
+    assert responsive.shown_figure(_fig(margin=dict(t=90)), own_top=60)[0].layout.margin.t == 60
+
+
+def test_presenter_view_enlarges_the_chart_not_only_the_page_text():
+    fig = _fig(height=900)
+    fig.add_annotation(x=1, y=3, text="label", font=dict(size=11))
+    shown, _ = responsive.shown_figure(fig, present=True)
+    assert shown.layout.font.size == responsive.PRESENT_FONT
+    assert shown.layout.hoverlabel.font.size == responsive.PRESENT_FONT
+    assert shown.layout.legend.font.size == responsive.PRESENT_FONT
+    assert shown.data[0].textfont.size == 16 and shown.layout.annotations[0].font.size == 18
+    assert shown.layout.height == responsive.PRESENT_HEIGHT[1]          # fits a 720 px screen
+    assert fig.layout.height == 900 and fig.data[0].textfont.size == 10  # the download is untouched
+    assert responsive.shown_figure(_fig(height=300), present=True)[0].layout.height == responsive.PRESENT_HEIGHT[0]
