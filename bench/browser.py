@@ -61,11 +61,17 @@ LAYOUT_PROBLEMS = """() => {
         const ox = getComputedStyle(p).overflowX;
         if ((ox === 'auto' || ox === 'scroll') && p.getBoundingClientRect().right <= vw + 1) return true; }
         return false; };
+    // visually hidden (a slider's screen-reader input: clipped to nothing), invisible
+    const hidden = el => { for (let p = el; p && p !== main; p = p.parentElement) {
+        const s = getComputedStyle(p);
+        if ((s.clipPath && s.clipPath !== 'none') || (s.clip && s.clip !== 'auto') || s.visibility === 'hidden'
+            || s.opacity === '0') return true; }
+        return false; };
     const seen = new Set();
     for (const el of main ? main.querySelectorAll('*') : []) {
         const r = el.getBoundingClientRect();
         if (r.width === 0 || r.height === 0 || el.closest('.js-plotly-plot .hoverlayer')) continue;
-        if ((r.right > vw + 1 || r.left < -1) && !scrolls(el)) {
+        if ((r.right > vw + 1 || r.left < -1) && !scrolls(el) && !hidden(el)) {
             const parent = el.parentElement && el.parentElement.getBoundingClientRect();
             if (parent && (parent.right > vw + 1 || parent.left < -1) && seen.has(el.parentElement)) { seen.add(el); continue; }
             seen.add(el);

@@ -28,7 +28,7 @@ WIDE_KEY, WIDE_PX = "wide-fig-", 720        # page.figure(wide=True): st.contain
 _KEPT_TAGS = re.compile(r"</?(?:b|i|em|sup|sub)>|<br\s*/?>", re.IGNORECASE)
 
 RESPONSIVE_CSS = """<style>
-.fig-title { font-weight: 600; font-size: 1.02rem; line-height: 1.35; margin: 0.4rem 0 -0.6rem 0;
+.fig-title { font-weight: 600; font-size: 1.02rem; line-height: 1.35; margin: 0.4rem 0 0 0;
   overflow-wrap: anywhere; }
 .stMarkdown table { display: block; max-width: 100%; overflow-x: auto; }
 [data-testid="stTable"] { max-width: 100%; overflow-x: auto; }
@@ -74,10 +74,13 @@ def legend_below(fig: go.Figure) -> None:
     fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=-0.25, yanchor="top"))
 
 
-def _needs_top_room(fig: go.Figure) -> bool:
-    """Does anything sit above the plot area (subplot titles, top labels, a legend on top)?"""
+def _top_room(fig: go.Figure) -> int:
+    """Pixels the top margin needs without a title: 12, or 34 (plus stacked labels' shifts)
+    when something sits above the plot area (subplot titles, line labels, a legend on top)."""
     above = [a for a in fig.layout.annotations if a.yref in (None, "paper") and (a.y or 0) >= 0.98]
-    return bool(above) or (fig.layout.legend.y is not None and fig.layout.legend.y > 1)
+    if not above and not (fig.layout.legend.y is not None and fig.layout.legend.y > 1):
+        return 12
+    return 34 + max((a.yshift or 0 for a in above), default=0)
 
 
 PRESENT_FONT, PRESENT_SCALE = 20, 1.6        # projector: base font (px) and the factor for text marks
@@ -111,7 +114,7 @@ def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = 
     text = shown.layout.title.text
     shown.update_layout(title_text=None)
     legend_below(shown)
-    top = max(own_top or 0, 34 if _needs_top_room(shown) else 12)
+    top = max(own_top or 0, _top_room(shown))
     shown.update_layout(margin_t=top)
     shown.update_xaxes(automargin=True)
     shown.update_yaxes(automargin=True)
