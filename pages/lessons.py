@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl
 from lib.concepts.lessons.catalog import BY_ID, LESSONS
 from lib.ui import estimate, lesson_pdf, lesson_prep, memo, runtime
 from lib.ui import lessons as ui
+from lib.ui import live_lesson
 from lib.ui.glossary import page_title
 from lib.ui.page import ConceptPage
 
@@ -101,6 +102,8 @@ if not page.present:
                       t("prep_col_page"): [page_title(s.slug, lang) for s in lesson.steps],
                       t("prep_col_s"): [t.num(x, ".1f") for x in done.step_seconds]},
                      hide_index=True)
+
+live_lesson.panel(lesson)               # a live class: before/after mode and its summary (issue 30)
 
 # ---- worksheet and answer key (the key is computed only when asked for) -------------------
 if not page.present:

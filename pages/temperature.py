@@ -44,7 +44,7 @@ eos = m.spec.eos_ids
 later = runtime.start(lambda: runtime.cached(generate.checked_greedy)(m.engine, prompt.ids, n_new, eos),
                       lambda: runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(T), seed,
                                                                     n_new, eos),
-                      lambda: runtime.cached(checks.check_inputs)(logits, tuple(temps)))
+                      lambda: runtime.cached(checks.check_inputs)(logits, tuple(temps), T))
 sw = runtime.cached(temperature.sweep)(logits, tuple(SWEEP.tolist()) + tuple(temps), TOP)
 top_tokens = token_texts(m.tokenizer, sw.top_ids)
 n_sw = len(SWEEP)

@@ -282,10 +282,18 @@ def sample_next(probs: torch.Tensor, generator: torch.Generator | None, kept_cou
     if (kept_count if kept_count is not None else int(torch.count_nonzero(probs))) == 1:
         return vocab_max.argmax(probs)
     p = probs.detach().cpu()                                                       # (V,)
-    score = torch.rand(p.shape, dtype=torch.float64, generator=generator)           # (V,) u_i in [0, 1)
-    score.log_().neg_()                                                            # e_i = -ln u_i in (0, inf]
-    torch.div(p, score, out=score)         # p_i / e_i in float64, in place: one (V,) array, not four
-    token = vocab_max.argmax(score)
+    token = vocab_max.argmax(race_scores(p, generator))
     if p[token] == 0:                      # every kept token drew u = 0 exactly (p 2^-53 each)
         token = vocab_max.argmax(p)
     return token
+
+
+def race_scores(p: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """sample_next's race: scores p_i / e_i (float64, the shape of p (..., V), in place), e_i = -ln u_i."""
+    score = torch.rand(p.shape, dtype=torch.float64, generator=generator)           # (..., V) u_i in [0, 1)
+    return torch.div(p, score.log_().neg_(), out=score)                            # p_i / e_i, e_i in (0, inf]
+
+
+def sample_many(probs: torch.Tensor, n: int, generator: torch.Generator | None) -> torch.Tensor:
+    """n draws (n,) from probs (V,) by sample_next's race, at once (what a live check counts)."""
+    return race_scores(probs.detach().cpu().expand(int(n), -1), generator).argmax(-1)   # (n,)

@@ -27,9 +27,9 @@ import time
 
 import streamlit as st
 
-from lib.ui import responsive, runtime
+from lib.ui import live_class, responsive, runtime
 from lib.concepts import plot_marks
-from lib.concepts.check_result import CheckResult
+from lib.concepts.check_result import CONSISTENCY, ICONS, CheckResult
 from lib.concepts.catalog import Concept, by_slug
 from lib.model.tokens import EmptyPrompt, Prompt, encode_prompt
 from lib.ui.boot import leave_pages_folder_mode
@@ -60,7 +60,7 @@ class ConceptPage:
         self.c = texts("common")
         self.notes: list[str] = []
         self.state = UrlState(slug, self.notes, self.c)
-        self.state.claimed.update({VIEW_PARAM, REVEAL_PARAM})
+        self.state.claimed.update({VIEW_PARAM, REVEAL_PARAM} | live_class.PARAMS)
         self.present = presenter_view()      # its CSS is applied by the shell (lib/ui/shell.py)
         self.reveal_all = st.query_params.get(REVEAL_PARAM) == "1"
         self._n_fig = 0
@@ -193,6 +193,11 @@ class ConceptPage:
         answered or clicked "Show me" (or the URL says `reveal=1`): draw the figure that
         answers the question only then. The feedback says whether the guess was right and `why`."""
         options = list(options)
+        from lib.ui import live_predict
+
+        in_class = live_predict.predict(self, name, question, options, answer, why, format_func)
+        if in_class is not None:          # a live class: the room counts it, the lecturer reveals
+            return in_class
         box = st.container(key=f"predict-{name}", border=True)
         box.markdown(f"**🤔 {self.c('predict_title')}** {question}")
         key = f"{self.slug}.predict.{name}"
@@ -215,17 +220,24 @@ class ConceptPage:
         return True
 
     def checks(self, results: list[CheckResult]) -> None:
+        """Each check with its verdict, numbers, and what it was compared against; a
+        consistency check (the app against itself) is labelled so. Compact in presenter view."""
         self.section("check_it")
         if self.present:
-            n = sum(r.passed for r in results)
-            st.markdown(" ".join("✅" if r.passed else "❌" for r in results)
+            n = sum(r.passed is True for r in results)
+            st.markdown(" ".join(ICONS[r.verdict] for r in results)
                         + " " + self.c("checks_compact", n=n, total=len(results)))
+            refs = list(dict.fromkeys(r.reference or self.c("reference_missing") for r in results))
+            n_cons = sum(r.kind == CONSISTENCY for r in results)
+            st.caption(self.c("checks_references", refs="; ".join(refs))
+                       + (" " + self.c("checks_consistency", n=n_cons) if n_cons else ""))
             return
         st.caption(self.c("check_caption"))
         for r in results:
-            icon = "✅" if r.passed else "❌"
-            word = self.c("pass") if r.passed else self.c("fail")
-            st.markdown(f"{icon} **{word}** — {r.name}  \n`{r.detail}`")
+            icon, word = ICONS[r.verdict], self.c(r.verdict)
+            ref = self.c("compared_against", ref=r.reference or self.c("reference_missing"))
+            kind = self.c("kind_consistency") if r.kind == CONSISTENCY else self.c("kind_proof")
+            st.markdown(f"{icon} **{word}** — {r.name}  \n`{r.detail}`  \n🔎 *{ref}* · {kind}")
 
     def try_this(self) -> None:
         self.section("try_this")
@@ -249,6 +261,7 @@ class ConceptPage:
     def finish(self) -> None:
         """Drop unknown URL parameters and show every note collected on this run."""
         self.state.finish()
+        live_class.publish(self.slug, self.state.claimed)     # the lecturer's page, to the class
         for note in self.notes:
             self._notes_box.info(note, icon="ℹ️")
         if self._long_box is not None:

@@ -63,3 +63,13 @@ def test_temperature_added_as_an_offset(run, monkeypatch):
     """logits - T: softmax is shift-invariant, so every T gives the T = 1 distribution."""
     monkeypatch.setattr(tm, "apply_temperature", lambda x, T: x - T)
     assert {"check_hf", "check_entropy"} & set(failed(page_results(run)))
+
+
+def test_sample_next_scores_p_over_u(run, monkeypatch):
+    """sample_next's race scoring p / u instead of p / e, e = -ln u (favours likely tokens):
+    the χ² of its draws at the page's T turns red."""
+    from lib.decoding import sampling
+
+    monkeypatch.setattr(sampling, "race_scores",
+                        lambda p, g: p / torch.rand(p.shape, dtype=torch.float64, generator=g))
+    assert failed(page_results(run)) == ["check_draws"]

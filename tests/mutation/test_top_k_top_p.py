@@ -50,3 +50,31 @@ def test_top_k_keeps_one_too_many(setup, monkeypatch):
     real = sampling.top_k_mask
     monkeypatch.setattr(sampling, "top_k_mask", lambda logits, k: real(logits, k + 1))
     assert "check_k" in failed(setup)
+
+
+def test_vocab_max_top_k_blocks_transposed(setup, monkeypatch):
+    """lib.decoding.vocab_max.top_k reading its blocks transposed (view(W, -1).t(): block b
+    holds every nb-th token, but the ids are computed as contiguous blocks): wrong
+    alternatives under each generated token; the fast-vs-torch check turns red."""
+    from lib.decoding import step_record, vocab_max
+
+    def top_k(x, k):
+        k = min(int(k), x.shape[0])
+        n = x.shape[0] // vocab_max.W * vocab_max.W
+        if n // vocab_max.W <= k:
+            return torch.topk(x, k)
+        blocks = torch.topk(x[:n].view(vocab_max.W, -1).t().amax(1), k).indices          # transposed
+        ids = (blocks[:, None] * vocab_max.W + torch.arange(vocab_max.W)).reshape(-1)
+        ids = torch.cat([ids, torch.arange(n, x.shape[0])])
+        values, j = torch.topk(x[ids], k)
+        return values, ids[j]
+    monkeypatch.setattr(vocab_max, "top_k", top_k)
+    monkeypatch.setattr(step_record, "top_k", top_k)
+    assert failed(setup) == {"check_fast"}
+
+
+def test_sample_next_scores_p_over_u(setup, monkeypatch):
+    """sample_next's race scoring p / u instead of p / e (e = -ln u): its draws' χ² turns red."""
+    monkeypatch.setattr(sampling, "race_scores",
+                        lambda p, g: p / torch.rand(p.shape, dtype=torch.float64, generator=g))
+    assert "check_draws" in failed(setup)

@@ -18,10 +18,12 @@ import torch
 from lib.core.engine import Engine
 from lib.decoding.float_sort import sort_floats
 from lib.decoding.sampling import SamplingConfig, apply_temperature, run_pipeline, top_k_mask, top_p_mask
+from lib.decoding import vocab_max
 from lib.decoding.generate import generate
 from lib.decoding.step_record import StepRecord, describe_step
 
 TOP_KEPT = 256   # per-step probabilities kept by nucleus_trace (the page's k goes up to 200)
+FAST_K = 20      # vocab_max.top_k is compared with torch.topk at every step for this many tokens
 LATE_TEMPERATURE = ("bias", "top_k", "top_p", "temperature", "min_p")  # top-p sees the T = 1 distribution
 
 
@@ -111,6 +113,19 @@ class NucleusTrace:
     top_probs: np.ndarray        # (n, TOP_KEPT) each step's largest probabilities, sorted
     reach_margin: np.ndarray     # (n,) kept mass - p (>= 0: the set reaches p)
     minimal_margin: np.ndarray   # (n,) p - (mass without the least likely kept token) (> 0: minimal)
+    fast_bad: np.ndarray         # (n,) entries where vocab_max (top_k, argmax) differs from torch at the step
+
+
+def fast_mismatches(raw: torch.Tensor, probs: torch.Tensor, k: int = FAST_K) -> int:
+    """Entries where lib.decoding.vocab_max's block maxima disagree with torch on one step:
+    top_k's k values (and the values at its ids) against torch.topk of the model's distribution
+    and of the final one, plus vocab_max.argmax against torch.argmax of the raw logits."""
+    bad = int(vocab_max.argmax(raw) != int(torch.argmax(raw)))
+    for x in (torch.softmax(raw.float(), dim=-1), probs):                          # (V,) each
+        v, i = vocab_max.top_k(x, k)
+        ref = torch.topk(x, k).values
+        bad += int((v != ref).sum()) + int((x[i] != ref).sum())
+    return bad
 
 
 def nucleus_trace(engine: Engine, prompt_ids, temperature: float, p: float, seed: int,
@@ -119,7 +134,7 @@ def nucleus_trace(engine: Engine, prompt_ids, temperature: float, p: float, seed
     size and mass; keep each step's TOP_KEPT largest probabilities so the mass top-k would
     keep can be read for any k <= TOP_KEPT without running the model again (top_k_mass)."""
     cfg = SamplingConfig(temperature, top_p=p)
-    steps, nuc, pm, km, reach, mini = [], [], [], [], [], []
+    steps, nuc, pm, km, reach, mini, fast = [], [], [], [], [], [], []
 
     def on_step(raw, res, token):                                                  # the decode loop's recorder
         x = res.stage("temperature").logits                                       # (V,) what top-p saw
@@ -132,9 +147,11 @@ def nucleus_trace(engine: Engine, prompt_ids, temperature: float, p: float, seed
         km.append(torch.topk(probs, TOP_KEPT).values.double().numpy())
         reach.append(r)
         mini.append(m)
+        fast.append(fast_mismatches(raw, res.probs))
 
     generate(engine, prompt_ids, cfg, seed, max_new_tokens, eos_ids, on_step=on_step)
-    return NucleusTrace(steps, np.array(nuc), np.array(pm), np.array(km), np.array(reach), np.array(mini))
+    return NucleusTrace(steps, np.array(nuc), np.array(pm), np.array(km), np.array(reach), np.array(mini),
+                        np.array(fast))
 
 
 def top_k_mass(trace: NucleusTrace, k: int) -> np.ndarray:
