@@ -150,7 +150,8 @@ class ConceptPage:
         (lib/ui/responsive.py: phones); the downloaded HTML keeps Plotly's own title. The
         presenter view enlarges ticks, legends, hover labels and text marks and keeps the chart
         within a 1280x720 projector's height. `wide`: a chart that needs its width (a tree with
-        a label at every node) keeps responsive.WIDE_PX on a phone and scrolls sideways in its box."""
+        a label at every node; any figure of 3+ panels side by side) keeps responsive.WIDE_PX on a
+        phone and scrolls sideways in its box."""
         self._n_fig += 1
         own_top = fig.layout.margin.t
         lines = plot_marks.wrap_title(fig, plot_marks.TITLE_CHARS)     # the download's title wraps
@@ -161,7 +162,8 @@ class ConceptPage:
         fig.update_layout(margin=dict(l=10, r=10, t=top, b=10), separators=SEPARATORS[self.t.lang])
         fig.update_xaxes(separatethousands=True)                       # 1,400 / 1.400 on every numeric axis, not 1400
         fig.update_yaxes(separatethousands=True)
-        shown, title = responsive.shown_figure(fig, self.present, own_top)
+        wide = wide or responsive.needs_width(fig)                     # 3+ panels side by side
+        shown, title = responsive.shown_figure(fig, self.present, own_top, wide)
         if title:
             st.markdown(title, unsafe_allow_html=True)
         box = st.container(key=f"{responsive.WIDE_KEY}{self.slug}-{self._n_fig}") if wide else st

@@ -7,7 +7,10 @@ The server cannot know the screen's width, so a figure is laid out to work at ev
   Plotly's own title;
 - a legend sits below the plot (`legend_below`), horizontal, so it wraps onto more lines
   instead of taking half of a phone's width at the right;
-- axes use automargin (long tick labels push the margin instead of running off the chart).
+- axes use automargin (long tick labels push the margin instead of running off the chart);
+- axis and panel titles too long for a phone are broken onto lines (`wrap_for_phones`), a long
+  legend below gets the height it needs, and a figure of three or more panels side by side
+  (`needs_width`) is drawn as with `wide=True` (below).
 The rest is CSS (`RESPONSIVE_CSS`): tables scroll sideways inside their own box, long words
 break, and under 640 px the column padding and headings shrink and a chart drawn with
 `page.figure(..., wide=True)` (the beam tree: a label at every node) keeps WIDE_PX and
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import html
 import re
+import textwrap
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -41,7 +45,7 @@ RESPONSIVE_CSS = """<style>
   .fig-title { font-size: 0.95rem; }
   [data-testid="stCodeBlock"] pre { max-width: 100%; overflow-x: auto; }
   [class*="st-key-WIDE_KEY"] { overflow-x: auto; }
-  [class*="st-key-WIDE_KEY"] .stPlotlyChart { min-width: WIDE_PXpx; }
+  [class*="st-key-WIDE_KEY"] > [data-testid="stElementContainer"] { min-width: WIDE_PXpx; }
 }
 </style>""".replace("WIDE_KEY", WIDE_KEY).replace("WIDE_PX", str(WIDE_PX))
 
@@ -74,6 +78,77 @@ def legend_below(fig: go.Figure) -> None:
     fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=-0.25, yanchor="top"))
 
 
+PHONE_CHARS = 50        # characters of an axis or panel title that fit across a phone's ~330 px plot
+WIDE_PANELS = 3         # panels side by side from which a figure keeps WIDE_PX on a phone
+CHAR_PX, LINE_PX = 7, 16           # an axis title's character width and a wrapped line's height, px
+LEGEND_ROW_PX, LEGEND_ROWS = 19, 4  # a legend row below the plot; rows the figure's height already holds
+
+
+def _wrap(text: str | None, chars: int) -> str | None:
+    """`text` broken at spaces onto lines of at most `chars` characters (text already holding
+    markup such as <br> is left as it is)."""
+    if not text or "<" in text or len(text) <= chars:
+        return text
+    return "<br>".join(textwrap.wrap(text, max(chars, 12)))
+
+
+def _axes(fig: go.Figure, letter: str) -> list:
+    return [fig.layout[k] for k in fig.layout if re.fullmatch(f"{letter}axis[0-9]*", k)]
+
+
+def panels_across(fig: go.Figure) -> int:
+    """The most panels side by side in `fig` (x axes of one row: overlapping y domains)."""
+    xs = [ax for ax in _axes(fig, "x") if ax.domain and ax.anchor and ax.anchor.startswith("y")]
+    rows: dict[tuple, int] = {}
+    for ax in xs:
+        y = fig.layout["yaxis" + ax.anchor[1:]].domain or (0, 1)
+        rows[tuple(y)] = rows.get(tuple(y), 0) + 1
+    return max(rows.values(), default=1)
+
+
+def needs_width(fig: go.Figure) -> bool:
+    """A figure of WIDE_PANELS panels or more side by side: on a phone its panel titles and
+    tick labels would print into one another, so it keeps WIDE_PX and scrolls (page.figure)."""
+    return panels_across(fig) >= WIDE_PANELS
+
+
+def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
+    """Break the titles a phone would cut off onto lines (Plotly never wraps): an x axis title
+    at `chars` (what fits across the plot; more for a figure kept WIDE_PX wide) times its
+    panel's share of the width; a panel's title (make_subplots' annotation above the plot)
+    likewise; a y axis title at the characters its plot height holds. Returns the lines a
+    panel title gained (the top margin needs LINE_PX for each)."""
+    height = fig.layout.height or 450
+    plot_px = height - (fig.layout.margin.t or 0) - (fig.layout.margin.b or 0)
+    for ax in _axes(fig, "x"):
+        d = ax.domain or (0, 1)
+        ax.title.text = _wrap(ax.title.text, int(chars * (d[1] - d[0])))
+    for ax in _axes(fig, "y"):
+        d = ax.domain or (0, 1)
+        ax.title.text = _wrap(ax.title.text, int(plot_px * (d[1] - d[0]) * 0.9 / CHAR_PX))
+    panels = [ax.domain for ax in _axes(fig, "x") if ax.domain]
+    gained = 0
+    for a in fig.layout.annotations:
+        if a.xref not in (None, "paper") or a.yref not in (None, "paper") or a.x is None or a.showarrow:
+            continue
+        share = min((d[1] - d[0] for d in panels if d[0] - 0.01 <= a.x <= d[1] + 0.01), default=1)
+        text = _wrap(a.text, int(chars * share))
+        if text != a.text:
+            if (a.y or 0) >= 0.98:
+                gained = max(gained, text.count("<br>"))
+            a.text = text
+    return gained
+
+
+def _legend_rows(fig: go.Figure) -> int:
+    """Entries of a legend drawn below the plot (0 for any other legend): on a phone each long
+    entry takes a row of its own."""
+    leg = fig.layout.legend
+    if leg.orientation != "h" or leg.y is None or leg.y >= 0 or fig.layout.showlegend is False:
+        return 0
+    return sum(1 for tr in fig.data if tr.showlegend is not False and tr.name)
+
+
 def _top_room(fig: go.Figure) -> int:
     """Pixels the top margin needs without a title: 12, or 34 (plus stacked labels' shifts)
     when something sits above the plot area (subplot titles, line labels, a legend on top)."""
@@ -104,18 +179,24 @@ def _present(fig: go.Figure) -> None:
     fig.update_layout(height=min(max(fig.layout.height or 450, lo), hi))
 
 
-def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = None
-                 ) -> tuple[go.Figure, str | None]:
+def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = None,
+                 wide: bool = False) -> tuple[go.Figure, str | None]:
     """(the figure to draw on the page, its title as HTML or None): a copy of `fig` without
     Plotly's title (and without the top margin the title needed: `own_top` is the margin the
     figure asked for itself, kept), its legend below (`legend_below`), automargin on every
-    axis, and with `present` the projector's sizes (`_present`)."""
+    axis, titles a phone would cut wrapped (`wrap_for_phones`; `wide`: for WIDE_PX), a long
+    legend below given the height it needs, and with `present` the projector's sizes."""
     shown = go.Figure(fig)
     text = shown.layout.title.text
     shown.update_layout(title_text=None)
     legend_below(shown)
-    top = max(own_top or 0, _top_room(shown))
+    gained = wrap_for_phones(shown, PHONE_CHARS * WIDE_PX // 330 if wide else PHONE_CHARS)
+    top = max(own_top or 0, _top_room(shown) + LINE_PX * gained)
     shown.update_layout(margin_t=top)
+    rows = _legend_rows(shown)
+    if rows > LEGEND_ROWS:     # room for a legend of one row per entry, drawn whole (no scrollbar)
+        shown.update_layout(height=(shown.layout.height or 450) + LEGEND_ROW_PX * (rows - LEGEND_ROWS),
+                            legend_maxheight=0.9)
     shown.update_xaxes(automargin=True)
     shown.update_yaxes(automargin=True)
     if present:

@@ -48,3 +48,40 @@ def test_presenter_view_enlarges_the_chart_not_only_the_page_text():
     assert shown.layout.height == responsive.PRESENT_HEIGHT[1]          # fits a 720 px screen
     assert fig.layout.height == 900 and fig.data[0].textfont.size == 10  # the download is untouched
     assert responsive.shown_figure(_fig(height=300), present=True)[0].layout.height == responsive.PRESENT_HEIGHT[0]
+
+
+def test_titles_a_phone_would_cut_are_wrapped_per_panel_and_the_top_margin_grows():
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["Gemma 3's own layout (512 local : global)", "short"])
+    fig.add_scatter(x=[1], y=[1], row=1, col=1)
+    fig.add_scatter(x=[1], y=[1], row=1, col=2)
+    fig.update_xaxes(title_text="position in the context (token)")
+    fig.update_yaxes(title_text="−score = −Σ log p / L^α (log scale, reversed: up is better)", row=1, col=1)
+    fig.update_layout(height=300)
+    shown, _ = responsive.shown_figure(fig)
+    left, right = shown.layout.annotations
+    assert "<br>" in left.text and right.text == "short"            # the half-width panel's long title
+    assert all(len(line) <= responsive.PHONE_CHARS // 2 for line in left.text.split("<br>"))
+    assert "<br>" in shown.layout.xaxis.title.text and "<br>" in shown.layout.yaxis.title.text
+    assert shown.layout.margin.t >= 34 + responsive.LINE_PX                   # room for the second line
+    assert fig.layout.annotations[0].text.startswith("Gemma") and "<br>" not in fig.layout.annotations[0].text
+
+
+def test_a_long_legend_below_gets_the_height_it_needs_instead_of_a_scrollbar():
+    fig = go.Figure([go.Scatter(x=[1], y=[i], name=f"hypothesis {i} of the beam") for i in range(9)])
+    fig.update_layout(height=400)
+    shown, _ = responsive.shown_figure(fig)
+    assert shown.layout.height == 400 + responsive.LEGEND_ROW_PX * (9 - responsive.LEGEND_ROWS)
+    assert shown.layout.legend.maxheight == 0.9
+    assert responsive.shown_figure(_fig(height=400))[0].layout.height == 400      # two entries: as it was
+
+
+def test_three_panels_side_by_side_keep_their_width_on_a_phone_two_or_stacked_do_not():
+    from plotly.subplots import make_subplots
+
+    assert responsive.needs_width(make_subplots(rows=1, cols=4))
+    assert not responsive.needs_width(make_subplots(rows=1, cols=2))
+    assert not responsive.needs_width(make_subplots(rows=3, cols=1))
+    assert not responsive.needs_width(make_subplots(specs=[[{"secondary_y": True}]]))
+    assert not responsive.needs_width(_fig())
