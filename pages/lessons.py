@@ -37,6 +37,8 @@ if not page.present:                     # on a projector the current step comes
             st.markdown("\n".join(f"{n}. {ui.step_title(t, lesson, n)} ({t('step_minutes', m=s.minutes)})"
                                   for n, s in enumerate(lesson.steps, 1)))
 
+    st.caption(t("same_prompts"))
+
 lesson_id = page.state.select(ui.LESSON_PARAM, t("lesson_label"), tuple(BY_ID), LESSONS[0].id,
                               format_func=lambda i: f"{BY_ID[i].icon} {t(f'lesson_{i}_title')} "
                                                     f"({t('minutes_fmt', m=BY_ID[i].minutes)})",
@@ -64,8 +66,6 @@ with st.container(border=True, key="lesson-step"):
     st.subheader(t("step_header", n=n, total=total, title=ui.step_title(t, lesson, n)))
     st.caption(f"⏱️ {t('step_minutes', m=step.minutes)}")
     st.markdown(f"**❓ {t('question')}**  \n{ui.step_question(t, lesson, n)}")
-    if lang == "id" and step.keeps_english_prompt() and ui.step_text(t, lesson, n, "why_en"):
-        st.caption(f"🇬🇧 **{t('why_en_label')}.** {ui.step_text(t, lesson, n, 'why_en')}")
     st.link_button(t("open_page", page=title), ui.step_url(step, lang), type="primary", icon="🔗")
     cold = estimate.state_seconds(step.slug, dict(parse_qsl(ui.step_query(step, lang))))
     st.caption(t("open_caption") + ("" if cold is None else " " + t("step_estimate", s=cold)))
@@ -95,7 +95,7 @@ if not page.present:
         done = lesson_prep.prepare(lesson, lang, preparing, no_server=t("no_server"))
         bar.empty()
         if done.failed:
-            st.warning(t("prepared_partly", bad=len(done.failed), n=total, why=done.failed[0][1]))
+            st.warning(t("prepared_partly", s=done.seconds, bad=len(done.failed), n=total, why=done.failed[0][1]))
         else:
             st.success(t("prepared", s=done.seconds, n=total))
         st.dataframe({t("prep_col_step"): [ui.step_title(t, lesson, i) for i in range(1, total + 1)],

@@ -24,8 +24,9 @@ def lesson_url(lesson_id: str, n: int, lang: str) -> str:
 
 
 def step_url(step: Step, lang: str) -> str:
-    """The step's page in its preset state, in `lang` (its Indonesian prompt in Indonesian)."""
-    return page_url(step.slug, dict(step.params_in(lang)), lang)
+    """The step's page in its preset state, in `lang`: the same state (prompt included) in every
+    language, so a projector in English and a phone in Indonesian show the same numbers."""
+    return page_url(step.slug, dict(step.params), lang)
 
 
 def step_query(step: Step, lang: str) -> str:
@@ -37,23 +38,24 @@ def step_query(step: Step, lang: str) -> str:
 def step_title(t: Texts, lesson: Lesson, n: int) -> str:
     """Step n's own title (lessons.toml `<lesson>_<n>_title`, filled with the step's URL state),
     so that two steps on the same page read differently and no header repeats the page name."""
-    return t(f"{lesson.key(n)}_title", **dict(lesson.steps[n - 1].params_in(t.lang)))
+    return t(f"{lesson.key(n)}_title", **dict(lesson.steps[n - 1].params))
 
 
 def step_question(t: Texts, lesson: Lesson, n: int) -> str:
-    """Step n's question (`<key>_q`), with the prompt the step's page opens with in t's language."""
-    return t(f"{lesson.key(n)}_q", **dict(lesson.steps[n - 1].params_in(t.lang)))
+    """Step n's question (`<key>_q`), filled with the step's URL state (the prompt it opens with)."""
+    return t(f"{lesson.key(n)}_q", **dict(lesson.steps[n - 1].params))
 
 
 def step_text(t: Texts, lesson: Lesson, n: int, part: str) -> str:
-    """Step n's `notice` or `why_en` text (lessons.toml `<key>_<part>`; "" when it has none)."""
+    """Step n's `notice` text (lessons.toml `<key>_<part>`; "" when it has none)."""
     return t.get(f"{lesson.key(n)}_{part}")
 
 
 def answer_params(step: Step, lang: str) -> tuple[tuple[str, str], ...]:
-    """The preset parameters with the page's own default texts filled in (in `lang`), i.e.
-    exactly the state the page shows when opened from the step's link."""
-    params = dict(step.params_in(lang))
+    """The preset parameters with the page's own default texts filled in (in `lang`; they are
+    the same in both, tests/unit/test_same_defaults.py), i.e. exactly the state the page shows
+    when opened from the step's link."""
+    params = dict(step.params)
     for name, text_file, key in step.text_defaults:
         params.setdefault(name, load_texts(text_file)[lang][key])
     return tuple(sorted(params.items()))
