@@ -86,14 +86,22 @@ st.caption(t("plan_total", n=total, m=sum(s.minutes for s in lesson.steps)))
 
 # ---- prepare the lesson: every step's page and answer computed now, before class ----------
 if not page.present:
-    if st.button(t("prepare"), help=t("prepare_help"), icon="🚀", key="lesson-prepare"):
+    # a callback, not the button's return value: the result must survive the reruns that follow
+    asked_prep = st.session_state.setdefault("lessons.prepare_asked", set())
+    st.button(t("prepare"), help=t("prepare_help"), icon="🚀", key="lesson-prepare",
+              on_click=asked_prep.add, args=((lesson.id, lang),))
+    done_all = st.session_state.setdefault("lessons.prepared", {})
+    if (lesson.id, lang) in asked_prep:
+        asked_prep.discard((lesson.id, lang))
         bar = st.progress(0.0)
 
         def preparing(i, s):
             bar.progress(i / total, text=t("preparing", n=i + 1, total=total, title=ui.step_title(t, lesson, i + 1)))
 
-        done = lesson_prep.prepare(lesson, lang, preparing, no_server=t("no_server"))
+        done_all[(lesson.id, lang)] = lesson_prep.prepare(lesson, lang, preparing, no_server=t("no_server"))
         bar.empty()
+    done = done_all.get((lesson.id, lang))
+    if done is not None:
         if done.failed:
             st.warning(t("prepared_partly", s=done.seconds, bad=len(done.failed), n=total, why=done.failed[0][1]))
         else:
