@@ -151,7 +151,7 @@ class ConceptPage:
         presenter view enlarges ticks, legends, hover labels and text marks and keeps the chart
         within a 1280x720 projector's height. `wide`: a chart that needs its width (a tree with
         a label at every node; any figure of 3+ panels side by side) keeps responsive.WIDE_PX on a
-        phone and scrolls sideways in its box."""
+        phone and scrolls sideways in its box (two heatmaps side by side too)."""
         self._n_fig += 1
         own_top = fig.layout.margin.t
         lines = plot_marks.wrap_title(fig, plot_marks.TITLE_CHARS)     # the download's title wraps

@@ -10,7 +10,7 @@ The server cannot know the screen's width, so a figure is laid out to work at ev
 - axes use automargin (long tick labels push the margin instead of running off the chart);
 - axis and panel titles too long for a phone are broken onto lines (`wrap_for_phones`), a long
   legend below gets the height it needs, and a figure of three or more panels side by side
-  (`needs_width`) is drawn as with `wide=True` (below).
+  or two heatmaps (`needs_width`) is drawn as with `wide=True` (below).
 The rest is CSS (`RESPONSIVE_CSS`): tables scroll sideways inside their own box, long words
 break, and under 640 px the column padding and headings shrink and a chart drawn with
 `page.figure(..., wide=True)` (the beam tree: a label at every node) keeps WIDE_PX and
@@ -78,9 +78,10 @@ def legend_below(fig: go.Figure) -> None:
     fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=-0.25, yanchor="top"))
 
 
-PHONE_CHARS = 50        # characters of an axis or panel title that fit across a phone's ~330 px plot
+PHONE_CHARS = 40        # characters of an axis or panel title (16 px) that fit across a phone's ~330 px plot
 WIDE_PANELS = 3         # panels side by side from which a figure keeps WIDE_PX on a phone
 CHAR_PX, LINE_PX = 7, 16           # an axis title's character width and a wrapped line's height, px
+X_AXIS_PX = 60                     # an x axis's tick labels and title under the plot, px
 LEGEND_ROW_PX, LEGEND_ROWS = 19, 4  # a legend row below the plot; rows the figure's height already holds
 
 
@@ -107,9 +108,11 @@ def panels_across(fig: go.Figure) -> int:
 
 
 def needs_width(fig: go.Figure) -> bool:
-    """A figure of WIDE_PANELS panels or more side by side: on a phone its panel titles and
-    tick labels would print into one another, so it keeps WIDE_PX and scrolls (page.figure)."""
-    return panels_across(fig) >= WIDE_PANELS
+    """A figure of WIDE_PANELS panels or more side by side, or of two heatmaps side by side (a
+    token label on every row and column): on a phone its panel titles and tick labels would
+    print into one another, so it keeps WIDE_PX and scrolls sideways (page.figure)."""
+    n = panels_across(fig)
+    return n >= WIDE_PANELS or (n >= 2 and any(tr.type == "heatmap" for tr in fig.data))
 
 
 def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
@@ -118,8 +121,9 @@ def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
     panel's share of the width; a panel's title (make_subplots' annotation above the plot)
     likewise; a y axis title at the characters its plot height holds. Returns the lines a
     panel title gained (the top margin needs LINE_PX for each)."""
-    height = fig.layout.height or 450
-    plot_px = height - (fig.layout.margin.t or 0) - (fig.layout.margin.b or 0)
+    height = fig.layout.height or 450        # less the margins, the x axis (~X_AXIS_PX), a legend below
+    plot_px = (height - (fig.layout.margin.t or 0) - (fig.layout.margin.b or 0) - X_AXIS_PX
+               - LEGEND_ROW_PX * min(_legend_rows(fig), LEGEND_ROWS))
     for ax in _axes(fig, "x"):
         d = ax.domain or (0, 1)
         ax.title.text = _wrap(ax.title.text, int(chars * (d[1] - d[0])))

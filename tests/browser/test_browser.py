@@ -11,15 +11,18 @@ from bench.classroom import free_port, start_server, stop_server
 from bench.browser import CHROMIUM, FLAGS, LAYOUT_PROBLEMS, settle, wait_for_charts  # noqa: F401 (re-exported)
 from lib.concepts.catalog import CONCEPTS
 from lib.ui.i18n import load_texts
+from lib.ui.responsive import WIDE_KEY, WIDE_PX
+from lib.ui.shell import TEACHING_PAGES
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 SHOTS = ROOT / "artifacts" / "screenshots"
 PAGES = [c for c in CONCEPTS if c.exists]
 PHONE = {"width": 390, "height": 4000}     # a phone's width (390x844); tall, so the shot holds the page
-# every chart re-laid out for the new width (Plotly's responsive resize) and no script running
-CHARTS_FIT = """(w) => [...document.querySelectorAll('.js-plotly-plot svg.main-svg')]
-    .every(s => s.getBoundingClientRect().width <= w)"""
+# every chart re-laid out for the new width (Plotly's responsive resize): within the screen, or
+# within WIDE_PX for one kept wide in its sideways-scrolling box (page.figure(wide=True))
+CHARTS_FIT = """([w, key, wide]) => [...document.querySelectorAll('.js-plotly-plot svg.main-svg')]
+    .every(s => s.getBoundingClientRect().width <= (s.closest(`[class*='st-key-${key}']`) ? wide + 1 : w))"""
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +68,7 @@ def phone_problems(page, shot: str) -> list[str]:
     the screen outside a scrolling box, chart titles wider than their chart)."""
     page.set_viewport_size(PHONE)
     try:
-        page.wait_for_function(CHARTS_FIT, arg=PHONE["width"], timeout=15_000)
+        page.wait_for_function(CHARTS_FIT, arg=[PHONE["width"], WIDE_KEY, WIDE_PX], timeout=15_000)
     except Exception:  # noqa: BLE001 - playwright's TimeoutError: the probe below names the wide chart
         pass
     page.wait_for_timeout(400)
@@ -92,16 +95,18 @@ def test_deep_link_on_a_fresh_server_reaches_our_page(server, browser):
 @pytest.mark.parametrize("lang", ["en", "id"])
 def test_every_page_renders(server, browser, lang):
     """Every page at 1,400 px: no exception, its charts, title, checks and question, no failed
-    check; then the same visit at 390 px (a phone, issue 33): nothing wider than the screen."""
+    check; then the same visit at 390 px (a phone, issue 33): nothing wider than the screen.
+    The teaching pages (lessons, life of a token, glossary) are checked at both widths too."""
     common = load_texts("common")[lang]
     failures = []
-    for c in [None] + PAGES:
-        slug = c.slug if c else ""
+    for c in [None] + PAGES + [slug for slug, _ in TEACHING_PAGES]:
+        slug, c = (c, None) if isinstance(c, str) else (c.slug if c else "", c)
         # reveal=1: a concept page draws the figure that answers its predict question only once
         # the visitor answered; the URL reveals every answer, so every figure must be drawn.
         query = f"lang={lang}&reveal=1" if c else f"lang={lang}"
         try:
-            page = visit(browser, f"{server}/{slug}?{query}", f"{slug or 'home'}-{lang}", charts=1 if c else 0)
+            page = visit(browser, f"{server}/{slug}?{query}", f"{slug or 'home'}-{lang}",
+                         charts=1 if c or slug == "life-of-a-token" else 0)
         except TimeoutError as e:          # record it and go on: one slow page must not hide the others
             failures.append(f"{slug}: {e}")
             continue

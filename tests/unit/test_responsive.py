@@ -77,11 +77,14 @@ def test_a_long_legend_below_gets_the_height_it_needs_instead_of_a_scrollbar():
     assert responsive.shown_figure(_fig(height=400))[0].layout.height == 400      # two entries: as it was
 
 
-def test_three_panels_side_by_side_keep_their_width_on_a_phone_two_or_stacked_do_not():
+def test_three_panels_or_two_heatmaps_side_by_side_keep_their_width_on_a_phone():
     from plotly.subplots import make_subplots
 
     assert responsive.needs_width(make_subplots(rows=1, cols=4))
     assert not responsive.needs_width(make_subplots(rows=1, cols=2))
+    maps = make_subplots(rows=1, cols=2)
+    maps.add_heatmap(z=[[1, 2]], row=1, col=1)
+    assert responsive.needs_width(maps)                                  # two token-labelled maps
     assert not responsive.needs_width(make_subplots(rows=3, cols=1))
     assert not responsive.needs_width(make_subplots(specs=[[{"secondary_y": True}]]))
     assert not responsive.needs_width(_fig())
