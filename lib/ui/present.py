@@ -5,7 +5,8 @@ step with the URL both ways.
 - The sidebar toggle (lib/ui/shell.py) calls `set_presenter_view(on)`, which writes or
   removes `view=present` in the URL, so the address bar always says what the screen shows.
 - Pages read `presenter_view()`; `PRESENT_CSS` makes the type projector-sized (text, widget
-  labels, the slider's values, Play and the step buttons, token chips: `.token-view`, chart
+  labels, the slider's values, Play and the step buttons, token chips: `.token-view` and inline
+  code, chart
   titles: `.fig-title`) and keeps tables and figures inside the width (1280x720 projectors);
   the charts themselves are enlarged by lib/ui/responsive.py (`shown_figure(present=True)`)."""
 from __future__ import annotations
@@ -30,6 +31,7 @@ h1 { font-size: 2.8rem !important; } h2, h3 { font-size: 2.0rem !important; }
 [data-testid="stSliderThumbValue"], [data-testid="stSliderTickBar"] div { font-size: 1.2rem !important; }
 .stButton button { min-height: 3rem; } .stButton button p { font-size: 1.3rem !important; }
 .token-view { font-size: 1.6rem !important; line-height: 2.0 !important; }
+.stMarkdown p code, .stMarkdown li code { font-size: 1.15rem !important; }
 .token-view span { font-size: inherit !important; }
 .fig-title { font-size: 1.55rem !important; margin-top: 0.8rem !important; }
 [data-testid="stTooltipContent"] p { font-size: 1.2rem !important; }

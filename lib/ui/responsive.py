@@ -162,23 +162,36 @@ def _top_room(fig: go.Figure) -> int:
     return 34 + max((a.yshift or 0 for a in above), default=0)
 
 
-PRESENT_FONT, PRESENT_SCALE = 20, 1.6        # projector: base font (px) and the factor for text marks
+PRESENT_FONT, PRESENT_SCALE = 20, 1.6        # projector: base font (px) and the factor for sized text
+PRESENT_TICK = 17                            # a tick label's size there unless the figure sized it
 PRESENT_HEIGHT = (440, 560)                  # a chart's height on a 1280x720 projector, px
 
 
+def _grow(size, default: int) -> int:
+    """A font size for the projector: one the figure chose times PRESENT_SCALE, else `default`."""
+    return round(size * PRESENT_SCALE) if isinstance(size, (int, float)) else default
+
+
 def _present(fig: go.Figure) -> None:
-    """Projector sizes: ticks, axis titles and legends follow the 20 px base font, hover
-    labels too, explicitly sized text marks (token labels, line labels) grow by
-    PRESENT_SCALE, and the height stays within PRESENT_HEIGHT (the chart fits the screen)."""
+    """Projector sizes, set on every element explicitly (Streamlit's chart theme sizes ticks and
+    annotations itself, so the layout's base font alone does not reach them): tick labels
+    PRESENT_TICK (or the figure's own size x PRESENT_SCALE), axis titles, legends, hover labels
+    and colour bars PRESENT_FONT, sized text marks (token labels, line labels) and annotations
+    x PRESENT_SCALE (unsized ones, e.g. panel titles, PRESENT_FONT); the height stays within
+    PRESENT_HEIGHT (the chart fits the screen)."""
     fig.update_layout(font=dict(size=PRESENT_FONT), hoverlabel=dict(font_size=PRESENT_FONT),
                       legend=dict(font_size=PRESENT_FONT))
+    for ax in _axes(fig, "x") + _axes(fig, "y"):
+        ax.tickfont.size = _grow(ax.tickfont.size, PRESENT_TICK)
+        ax.title.font.size = _grow(ax.title.font.size, PRESENT_FONT)
     for trace in fig.data:
         size = getattr(getattr(trace, "textfont", None), "size", None)
         if isinstance(size, (int, float)):
             trace.textfont.size = round(size * PRESENT_SCALE)
+        if "colorbar" in trace:                          # heatmaps: the colour scale's numbers
+            trace.colorbar.tickfont.size = _grow(trace.colorbar.tickfont.size, PRESENT_TICK)
     for a in fig.layout.annotations:
-        if a.font.size:
-            a.font.size = round(a.font.size * PRESENT_SCALE)
+        a.font.size = _grow(a.font.size, PRESENT_FONT)
     lo, hi = PRESENT_HEIGHT
     fig.update_layout(height=min(max(fig.layout.height or 450, lo), hi))
 

@@ -45,6 +45,8 @@ def test_presenter_view_enlarges_the_chart_not_only_the_page_text():
     assert shown.layout.hoverlabel.font.size == responsive.PRESENT_FONT
     assert shown.layout.legend.font.size == responsive.PRESENT_FONT
     assert shown.data[0].textfont.size == 16 and shown.layout.annotations[0].font.size == 18
+    assert shown.layout.xaxis.tickfont.size == responsive.PRESENT_TICK       # Streamlit's theme would keep ~12
+    assert shown.layout.yaxis.title.font.size == responsive.PRESENT_FONT
     assert shown.layout.height == responsive.PRESENT_HEIGHT[1]          # fits a 720 px screen
     assert fig.layout.height == 900 and fig.data[0].textfont.size == 10  # the download is untouched
     assert responsive.shown_figure(_fig(height=300), present=True)[0].layout.height == responsive.PRESENT_HEIGHT[0]
