@@ -3,6 +3,7 @@
 Screenshots are kept in artifacts/screenshots/ (CI keeps them)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -27,11 +28,12 @@ CHARTS_FIT = """([w, key, wide]) => [...document.querySelectorAll('.js-plotly-pl
 
 @pytest.fixture(scope="module")
 def server():
-    """A freshly started `streamlit run app.py` (the model is prepared but not yet loaded)."""
+    """A freshly started `streamlit run app.py` (the model is prepared but not yet loaded), on
+    $LAB_TEST_PORT when set (a shared machine's own port range), else on a free port."""
     from lib.model import bundled_model
 
     bundled_model.prepare()
-    proc, url = start_server(free_port())
+    proc, url = start_server(int(os.environ.get("LAB_TEST_PORT") or free_port()))
     yield url
     stop_server(proc)
 
