@@ -266,15 +266,17 @@ class ConceptPage:
         live_class.publish(self.slug, self.state.claimed)     # the lecturer's page, to the class
         for note in self.notes:
             self._notes_box.info(note, icon="ℹ️")
-        if self._long_box is not None:
-            self._long_box.caption(self.c("long_done", s=time.perf_counter() - self._t0))
-        self.cached_caption()
         from lib.ui import estimate, memo
 
         used = memo.run_provenance()
         for query in {estimate.state_key(self._query0): self._query0,      # as opened, and as left
                       estimate.state_key(st.query_params.to_dict()): st.query_params.to_dict()}.values():
             estimate.record(self.slug, query, used)
+        if self._long_box is not None:       # what this run took, and what the next change may take
+            ahead = estimate.change_seconds(self.slug)
+            self._long_box.caption(self.c("long_done", s=time.perf_counter() - self._t0)
+                                   + ("" if ahead is None else " " + self.c("long_estimate", s=ahead)))
+        self.cached_caption()
 
     def cached_caption(self) -> None:
         """Say when and where this run's shared results were computed (lib.ui.provenance)."""

@@ -77,3 +77,17 @@ def test_prepare_this_lesson_shows_progress_then_its_time_and_steps_show_their_e
     table = at.dataframe[0].value
     assert len(table) == len(lesson.steps)
     estimate.clear()
+
+
+def test_a_long_page_says_what_the_next_change_may_take():
+    """After a run, a long page's caption says what a new setting cost last time on this server
+    (the estimate a lecturer sees BEFORE moving a control; lib/ui/estimate.py)."""
+    slug = "speculative-acceptance"
+    estimate.clear()
+    estimate.record(slug, {}, [SimpleNamespace(origin="computed", prov=SimpleNamespace(seconds=7.5))])
+    at = open_page(slug, {"k": "6"})
+    assert not at.exception, [e.value for e in at.exception]
+    ahead = estimate.change_seconds(slug)          # 7.5, or this run's own cost if it computed
+    want = Texts("common", "en")("long_estimate", s=ahead)
+    assert any(want in c.value for c in at.caption), [c.value[:120] for c in at.caption]
+    estimate.clear()
