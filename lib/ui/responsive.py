@@ -162,9 +162,11 @@ def _top_room(fig: go.Figure) -> int:
     return 34 + max((a.yshift or 0 for a in above), default=0)
 
 
-PRESENT_FONT, PRESENT_SCALE = 20, 1.6        # projector: base font (px) and the factor for sized text
+PRESENT_FONT, PRESENT_SCALE = 20, 1.3        # projector: base font (px) and the factor for sized text
 PRESENT_TICK = 17                            # a tick label's size there unless the figure sized it
-PRESENT_HEIGHT = (440, 560)                  # a chart's height on a 1280x720 projector, px
+PRESENT_HEIGHT = (440, 640)                  # a chart's height on a 1280x720 projector, px
+AXIS_GROWTH = 1.4                            # the room under the plot (ticks, axis title) grows as the fonts
+LEGEND_GAP_PX = 120                          # ... up to this many px between the plot and a legend below
 
 
 def _grow(size, default: int) -> int:
@@ -178,7 +180,8 @@ def _present(fig: go.Figure) -> None:
     PRESENT_TICK (or the figure's own size x PRESENT_SCALE), axis titles, legends, hover labels
     and colour bars PRESENT_FONT, sized text marks (token labels, line labels) and annotations
     x PRESENT_SCALE (unsized ones, e.g. panel titles, PRESENT_FONT); the height stays within
-    PRESENT_HEIGHT (the chart fits the screen)."""
+    PRESENT_HEIGHT (the chart fits the screen) and a legend below moves down by the room the
+    larger ticks and axis title take (AXIS_GROWTH, at most LEGEND_GAP_PX)."""
     fig.update_layout(font=dict(size=PRESENT_FONT), hoverlabel=dict(font_size=PRESENT_FONT),
                       legend=dict(font_size=PRESENT_FONT))
     for ax in _axes(fig, "x") + _axes(fig, "y"):
@@ -192,8 +195,17 @@ def _present(fig: go.Figure) -> None:
             trace.colorbar.tickfont.size = _grow(trace.colorbar.tickfont.size, PRESENT_TICK)
     for a in fig.layout.annotations:
         a.font.size = _grow(a.font.size, PRESENT_FONT)
+    if any("text" in (getattr(tr, "mode", "") or "") and str(getattr(tr, "textposition", "")).startswith("top")
+           for tr in fig.data):                          # labels above the top row's markers stay whole
+        fig.update_layout(margin_t=max(fig.layout.margin.t or 0, 34))
     lo, hi = PRESENT_HEIGHT
-    fig.update_layout(height=min(max(fig.layout.height or 450, lo), hi))
+    before = fig.layout.height or 450
+    fig.update_layout(height=min(max(before, lo), hi))
+    leg = fig.layout.legend
+    if leg.orientation == "h" and leg.y is not None and leg.y < 0:    # under the larger axis, not on it
+        edges = (fig.layout.margin.t or 0) + (fig.layout.margin.b or 0) + X_AXIS_PX
+        gap = min(-leg.y * max(before - edges, 100) * AXIS_GROWTH, LEGEND_GAP_PX)     # px under the plot
+        leg.y = -gap / max(fig.layout.height - edges, 100)
 
 
 def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = None,

@@ -44,11 +44,14 @@ def test_presenter_view_enlarges_the_chart_not_only_the_page_text():
     assert shown.layout.font.size == responsive.PRESENT_FONT
     assert shown.layout.hoverlabel.font.size == responsive.PRESENT_FONT
     assert shown.layout.legend.font.size == responsive.PRESENT_FONT
-    assert shown.data[0].textfont.size == 16 and shown.layout.annotations[0].font.size == 18
+    assert shown.data[0].textfont.size == 13 and shown.layout.annotations[0].font.size == 14     # x 1.3
     assert shown.layout.xaxis.tickfont.size == responsive.PRESENT_TICK       # Streamlit's theme would keep ~12
     assert shown.layout.yaxis.title.font.size == responsive.PRESENT_FONT
     assert shown.layout.height == responsive.PRESENT_HEIGHT[1]          # fits a 720 px screen
     assert fig.layout.height == 900 and fig.data[0].textfont.size == 10  # the download is untouched
+    m = shown.layout.margin
+    plot_px = shown.layout.height - (m.t or 0) - (m.b or 0) - responsive.X_AXIS_PX
+    assert abs(-shown.layout.legend.y * plot_px - responsive.LEGEND_GAP_PX) < 1e-6    # below the larger axis title
     assert responsive.shown_figure(_fig(height=300), present=True)[0].layout.height == responsive.PRESENT_HEIGHT[0]
 
 
