@@ -73,7 +73,7 @@ def test_prepare_this_lesson_shows_progress_then_its_time_and_steps_show_their_e
     head = texts["prepared_partly"].split("{")[0]
     assert msg.startswith(head), msg
     seconds = float(re.search(r"([\d.]+) s", msg).group(1))
-    assert 0 < seconds < 600
+    assert 0 <= seconds < 600                           # 0.0 when the answers were already cached
     table = at.dataframe[0].value
     assert len(table) == len(lesson.steps)
     estimate.clear()
