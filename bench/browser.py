@@ -61,8 +61,10 @@ LAYOUT_PROBLEMS = """() => {
         const ox = getComputedStyle(p).overflowX;
         if ((ox === 'auto' || ox === 'scroll') && p.getBoundingClientRect().right <= vw + 1) return true; }
         return false; };
-    // visually hidden (a slider's screen-reader input: clipped to nothing), invisible
-    const hidden = el => { for (let p = el; p && p !== main; p = p.parentElement) {
+    // visually hidden (a slider's screen-reader input: clipped to nothing), invisible, or in a
+    // closed expander (laid out again at the phone's width when the visitor opens it)
+    const hidden = el => { if (el.closest('details:not([open])')) return true;
+        for (let p = el; p && p !== main; p = p.parentElement) {
         const s = getComputedStyle(p);
         if ((s.clipPath && s.clipPath !== 'none') || (s.clip && s.clip !== 'auto') || s.visibility === 'hidden'
             || s.opacity === '0') return true; }
