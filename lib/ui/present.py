@@ -7,7 +7,9 @@ step with the URL both ways.
 - Pages read `presenter_view()`; `PRESENT_CSS` makes the type projector-sized (text, widget
   labels, the slider's values, Play and the step buttons, token chips: `.token-view` and inline
   code, chart
-  titles: `.fig-title`) and keeps tables and figures inside the width (1280x720 projectors);
+  titles: `.fig-title`; st.dataframe, drawn on a canvas that CSS fonts do not reach, is zoomed
+  x1.35 inside a box narrowed by as much, so the grid measures and fills the column) and keeps
+  tables and figures inside the width (1280x720 projectors);
   the charts themselves are enlarged by lib/ui/responsive.py (`shown_figure(present=True)`)."""
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ h1 { font-size: 2.8rem !important; } h2, h3 { font-size: 2.0rem !important; }
 .stButton button { min-height: 3rem; } .stButton button p { font-size: 1.3rem !important; }
 .token-view { font-size: 1.6rem !important; line-height: 2.0 !important; }
 .stMarkdown p code, .stMarkdown li code { font-size: 1.15rem !important; }
+[data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] [data-testid="stDataFrame"]) {
+  zoom: 1.35; width: calc(100% / 1.35) !important; max-width: calc(100% / 1.35) !important; }
 .token-view span { font-size: inherit !important; }
 .fig-title { font-size: 1.55rem !important; margin-top: 0.8rem !important; }
 [data-testid="stTooltipContent"] p { font-size: 1.2rem !important; }
