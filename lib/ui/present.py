@@ -6,11 +6,9 @@ step with the URL both ways.
   removes `view=present` in the URL, so the address bar always says what the screen shows.
 - Pages read `presenter_view()`; `PRESENT_CSS` makes the type projector-sized (text, widget
   labels, the slider's values, Play and the step buttons, token chips: `.token-view` and inline
-  code, chart
-  titles: `.fig-title`; st.dataframe, drawn on a canvas that CSS fonts do not reach, is zoomed
-  x1.35 inside a box narrowed by as much, so the grid measures and fills the column) and keeps
-  tables and figures inside the width (1280x720 projectors);
-  the charts themselves are enlarged by lib/ui/responsive.py (`shown_figure(present=True)`)."""
+  code, chart titles: `.fig-title`; st.dataframe, drawn on a canvas that CSS fonts do not
+  reach, is zoomed x1.35 inside a box narrowed by as much, so the grid measures and fills the
+  column) and keeps tables and figures inside the width (1280x720 projectors); the charts themselves are enlarged by lib/ui/responsive.py (`shown_figure(present=True)`)."""
 from __future__ import annotations
 
 import streamlit as st
