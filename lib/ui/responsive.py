@@ -165,6 +165,7 @@ def _top_room(fig: go.Figure) -> int:
 PRESENT_FONT, PRESENT_SCALE = 20, 1.3        # projector: base font (px) and the factor for sized text
 PRESENT_TICK = 17                            # a tick label's size there unless the figure sized it
 PRESENT_HEIGHT = (440, 640)                  # a chart's height on a 1280x720 projector, px
+PRESENT_CHARS = 100                          # a title's characters across a projector's chart at 20 px
 AXIS_GROWTH = 1.4                            # the room under the plot (ticks, axis title) grows as the fonts
 LEGEND_GAP_PX = 120                          # ... up to this many px between the plot and a legend below
 
@@ -213,14 +214,17 @@ def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = 
     """(the figure to draw on the page, its title as HTML or None): a copy of `fig` without
     Plotly's title (and without the top margin the title needed: `own_top` is the margin the
     figure asked for itself, kept), its legend below (`legend_below`), automargin on every
-    axis, titles a phone would cut wrapped (`wrap_for_phones`; `wide`: for WIDE_PX), a long
+    axis, titles a phone would cut wrapped (`wrap_for_phones`; `wide`: for WIDE_PX; `present`:
+    for the projector's 1,280 px at its larger font, with the top margin to match), a long
     legend below given the height it needs, and with `present` the projector's sizes."""
     shown = go.Figure(fig)
     text = shown.layout.title.text
     shown.update_layout(title_text=None)
     legend_below(shown)
-    gained = wrap_for_phones(shown, PHONE_CHARS * WIDE_PX // 330 if wide else PHONE_CHARS)
-    top = max(own_top or 0, _top_room(shown) + LINE_PX * gained)
+    chars = PRESENT_CHARS if present else PHONE_CHARS * WIDE_PX // 330 if wide else PHONE_CHARS
+    gained = wrap_for_phones(shown, chars)                 # the projector's width is known: 1,280 px
+    line = PRESENT_FONT + 6 if present else LINE_PX
+    top = max(own_top or 0, _top_room(shown) + (10 if present and _top_room(shown) > 12 else 0) + line * gained)
     shown.update_layout(margin_t=top)
     rows = _legend_rows(shown)
     if rows > LEGEND_ROWS:     # room for a legend of one row per entry, drawn whole (no scrollbar)

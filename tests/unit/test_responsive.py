@@ -93,3 +93,13 @@ def test_three_panels_or_two_heatmaps_side_by_side_keep_their_width_on_a_phone()
     assert not responsive.needs_width(make_subplots(rows=3, cols=1))
     assert not responsive.needs_width(make_subplots(specs=[[{"secondary_y": True}]]))
     assert not responsive.needs_width(_fig())
+
+
+def test_presenter_view_gives_wrapped_panel_titles_room_at_the_projectors_font():
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=4, subplot_titles=[f"query head {h} → K/V head 0" for h in range(4)])
+    shown, _ = responsive.shown_figure(fig, present=True)
+    lines = max(a.text.count("<br>") for a in shown.layout.annotations)
+    assert lines == 1 and shown.layout.annotations[0].font.size == responsive.PRESENT_FONT
+    assert shown.layout.margin.t >= 34 + (responsive.PRESENT_FONT + 6) * lines    # both lines inside the figure
