@@ -14,7 +14,8 @@ The server cannot know the screen's width, so a figure is laid out to work at ev
 The rest is CSS (`RESPONSIVE_CSS`): tables scroll sideways inside their own box, long words
 break, and under 640 px the column padding and headings shrink and a chart drawn with
 `page.figure(..., wide=True)` (the beam tree: a label at every node) keeps WIDE_PX and
-scrolls sideways in its own box instead of crowding its labels into one another.
+scrolls sideways in its own box (a ⇆ above it says so) instead of crowding its labels into
+one another.
 """
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ RESPONSIVE_CSS = """<style>
   [data-testid="stCodeBlock"] pre { max-width: 100%; overflow-x: auto; }
   [class*="st-key-WIDE_KEY"] { overflow-x: auto; }
   [class*="st-key-WIDE_KEY"] > [data-testid="stElementContainer"] { min-width: WIDE_PXpx; }
+  [class*="st-key-WIDE_KEY"]::before { content: "⇆"; align-self: flex-start; position: sticky; left: 0;
+    color: #888; font-size: 1.1rem; line-height: 1; }
 }
 </style>""".replace("WIDE_KEY", WIDE_KEY).replace("WIDE_PX", str(WIDE_PX))
 
