@@ -68,9 +68,8 @@ with st.container(border=True, key="lesson-step"):
     st.markdown(f"**❓ {t('question')}**  \n{ui.step_question(t, lesson, n)}")
     st.link_button(t("open_page", page=title), ui.step_url(step, lang), type="primary", icon="🔗")
     cold = estimate.state_seconds(step.slug, dict(parse_qsl(ui.step_query(step, lang))))
-    ready = lesson_prep.prepared_at(lesson, lang)
-    st.caption(t("open_caption") + ("" if cold is None else " " + t("step_estimate", s=cold))
-               + ("" if ready is None else " " + t("step_ready", when=ui.utc(ready)[-5:])))
+    st.caption(t("open_caption") + ("" if cold is None else " " + t("step_estimate", s=cold)))
+    ready_note = st.empty()             # filled below, after a preparation this run may do
     st.markdown(f"**👀 {t('notice')}**  \n{ui.step_text(t, lesson, n, 'notice')}")
     b1, b2, _ = st.columns([1, 1, 4])
     b1.button(t("back"), on_click=move, args=(-1,), disabled=n == 1, key="lesson-back")
@@ -112,6 +111,10 @@ if not page.present:
                       t("prep_col_page"): [page_title(s.slug, lang) for s in lesson.steps],
                       t("prep_col_s"): [t.num(x, ".1f") for x in done.step_seconds]},
                      hide_index=True)
+
+ready = lesson_prep.prepared_at(lesson, lang)
+if ready is not None:
+    ready_note.caption(f"✅ {t('step_ready', when=ui.utc(ready)[-5:])}")
 
 live_lesson.panel(lesson)               # a live class: before/after mode and its summary (issue 30)
 
