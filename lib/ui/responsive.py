@@ -122,14 +122,22 @@ def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
     """Break the titles a phone would cut off onto lines (Plotly never wraps): an x axis title
     at `chars` (what fits across the plot; more for a figure kept WIDE_PX wide) times its
     panel's share of the width; a panel's title (make_subplots' annotation above the plot)
-    likewise; a y axis title at the characters its plot height holds. Returns the lines a
-    panel title gained (the top margin needs LINE_PX for each)."""
+    likewise; a y axis title at the characters its plot height holds. A legend below moves
+    down by the lines an x axis title gained. Returns the lines a panel title gained (the top
+    margin needs LINE_PX for each)."""
     height = fig.layout.height or 450        # less the margins, the x axis (~X_AXIS_PX), a legend below
     plot_px = (height - (fig.layout.margin.t or 0) - (fig.layout.margin.b or 0) - X_AXIS_PX
                - LEGEND_ROW_PX * min(_legend_rows(fig), LEGEND_ROWS))
+    below = 0                                 # lines an x axis title gained: a legend below moves down
     for ax in _axes(fig, "x"):
         d = ax.domain or (0, 1)
-        ax.title.text = _wrap(ax.title.text, int(chars * (d[1] - d[0])))
+        before = ax.title.text
+        ax.title.text = _wrap(before, int(chars * (d[1] - d[0])))
+        if ax.title.text != before:
+            below = max(below, ax.title.text.count("<br>"))
+    leg = fig.layout.legend
+    if below and leg.orientation == "h" and leg.y is not None and leg.y < 0:
+        leg.y -= LINE_PX * below / max(plot_px, 100)
     for ax in _axes(fig, "y"):
         d = ax.domain or (0, 1)
         ax.title.text = _wrap(ax.title.text, int(plot_px * (d[1] - d[0]) * 0.9 / CHAR_PX))

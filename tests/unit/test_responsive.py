@@ -103,3 +103,12 @@ def test_presenter_view_gives_wrapped_panel_titles_room_at_the_projectors_font()
     lines = max(a.text.count("<br>") for a in shown.layout.annotations)
     assert lines == 1 and shown.layout.annotations[0].font.size >= responsive.PRESENT_FONT     # 16 x 1.3
     assert shown.layout.margin.t >= 34 + (responsive.PRESENT_FONT + 6) * lines    # both lines inside the figure
+
+
+def test_a_legend_below_moves_down_when_the_x_axis_title_takes_two_lines():
+    fig = _fig(legend=dict(orientation="h", y=-0.22, yanchor="top"), height=380,
+               xaxis_title="token baru dalam satu forward pass (skala log, tebal)")
+    shown, _ = responsive.shown_figure(fig)
+    assert "<br>" in shown.layout.xaxis.title.text and shown.layout.legend.y < -0.22
+    short, _ = responsive.shown_figure(_fig(legend=dict(orientation="h", y=-0.22, yanchor="top"), xaxis_title="rank"))
+    assert short.layout.legend.y == -0.22
