@@ -40,3 +40,54 @@ def wait_for_charts(page, at_least: int, timeout_s: float = 90) -> None:
         page.wait_for_function(CHARTS_DRAWN, arg=at_least, timeout=timeout_s * 1000)
     except Exception:  # noqa: BLE001 - playwright's TimeoutError; the caller asserts what is missing
         pass
+
+
+# What a phone visitor would see cut off or scrolling sideways (issue 33): a list of short
+# descriptions, empty when the page fits. A page that scrolls horizontally; an element of the
+# main column wider than the viewport (or sticking out of it) that no scrolling box holds; a
+# Plotly title or subplot title (annotation) wider than its chart, i.e. cut off.
+LAYOUT_PROBLEMS = """() => {
+    const vw = document.documentElement.clientWidth, out = [];
+    const name = el => (el.getAttribute('data-testid') || el.tagName.toLowerCase())
+        + (el.className && el.className.baseVal === undefined && typeof el.className === 'string'
+           ? '.' + el.className.split(' ').filter(c => c && !c.startsWith('st-emotion')).slice(0, 2).join('.') : '')
+        + ' "' + (el.innerText || el.textContent || '').trim().slice(0, 40).replace(/\\s+/g, ' ') + '"';
+    const main = document.querySelector("[data-testid='stMain']");
+    for (const el of [document.documentElement, document.querySelector("[data-testid='stAppViewContainer']"), main])
+        if (el && el.scrollWidth > el.clientWidth + 1)
+            out.push(`page scrolls sideways: ${name(el).split(' ')[0]} scrollWidth ${el.scrollWidth} > ${el.clientWidth}`);
+    // a box of the page's own that scrolls sideways (a table's), not the app's scrolling main column
+    const scrolls = el => { for (let p = el.parentElement; p && p !== main && p !== document.body; p = p.parentElement) {
+        const ox = getComputedStyle(p).overflowX;
+        if ((ox === 'auto' || ox === 'scroll') && p.getBoundingClientRect().right <= vw + 1) return true; }
+        return false; };
+    // visually hidden (a slider's screen-reader input: clipped to nothing), invisible, or in a
+    // closed expander (laid out again at the phone's width when the visitor opens it)
+    const hidden = el => { if (el.closest('details:not([open])')) return true;
+        for (let p = el; p && p !== main; p = p.parentElement) {
+        const s = getComputedStyle(p);
+        if ((s.clipPath && s.clipPath !== 'none') || (s.clip && s.clip !== 'auto') || s.visibility === 'hidden'
+            || s.opacity === '0') return true; }
+        return false; };
+    const seen = new Set();
+    for (const el of main ? main.querySelectorAll('*') : []) {
+        const r = el.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0 || el.closest('.js-plotly-plot .hoverlayer')) continue;
+        if ((r.right > vw + 1 || r.left < -1) && !scrolls(el) && !hidden(el)) {
+            const parent = el.parentElement && el.parentElement.getBoundingClientRect();
+            if (parent && (parent.right > vw + 1 || parent.left < -1) && seen.has(el.parentElement)) { seen.add(el); continue; }
+            seen.add(el);
+            out.push(`wider than the screen (${Math.round(r.left)}..${Math.round(r.right)} of ${vw}): ${name(el)}`);
+        }
+    }
+    for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+        const svg = plot.querySelector('svg.main-svg'); if (!svg) continue;
+        const box = svg.getBoundingClientRect();
+        for (const t of plot.querySelectorAll('.gtitle, .infolayer .annotation-text')) {
+            const r = t.getBoundingClientRect();
+            if (r.width && (r.left < box.left - 1 || r.right > box.right + 1))
+                out.push(`chart text cut off (${Math.round(r.width)} px in a ${Math.round(box.width)} px chart): "${t.textContent.slice(0, 60)}"`);
+        }
+    }
+    return out;
+}"""

@@ -121,7 +121,7 @@ page.figure(fig, "beam_tree", {
     "parent": [c.parent for c in rec.candidates], "token_id": [c.token for c in rec.candidates],
     "token": cand_tokens, "logprob": [c.logprob for c in rec.candidates],
     "cum_logprob": [c.cum_logprob for c in rec.candidates], "fate": [c.fate for c in rec.candidates]},
-    caption=t("tree_caption"))
+    caption=t("tree_caption"), wide=True)      # a label at every node: a phone scrolls the tree sideways
 events = beam_steps.step_events(rec, step - 1)
 n_fate = {k: sum(e.fate == k for e in events) for k in (beam_search.KEPT, beam_search.FINISHED, beam_search.PRUNED)}
 st.markdown(t("step_head", s=step, B=beam_steps.running_beams(rec, step - 1), K=len(events),

@@ -72,7 +72,8 @@ def draw_step(step: int) -> None:
                          {"title": t("pool_title", step=sn.step), "shared": t("shared"), "free": t("free"),
                           "ref": t("ref_word")})
     page.figure(fig, "block_pool", {"block": list(range(n_blocks)), "owners": ["+".join(o) for o in sn.owners],
-                                    "ref_count": sn.ref_counts, "slots_filled": fill})
+                                    "ref_count": sn.ref_counts, "slots_filled": fill},
+                wide=True)          # 8 labelled blocks a row: a phone scrolls the pool sideways
     rows = [{t("col_seq"): s, t("col_table"): " → ".join(f"{i}:#{b}" for i, b in enumerate(tab)),
              t("col_tokens"): sn.lengths[s], t("col_blocks"): len(tab), t("col_unused"): len(tab) * bs - sn.lengths[s]}
             for s, tab in sorted(sn.tables.items())]

@@ -17,11 +17,18 @@ import textwrap
 import plotly.graph_objects as go
 
 
+VLINE_LABEL, LABEL_STEP_PX = "log_x_vline", 13
+
+
 def log_x_vline(fig: go.Figure, x: float, text: str, bottom: bool = False, **line) -> None:
-    """A vertical line at x on a log x axis, labelled at its top (or foot)."""
+    """A vertical line at x on a log x axis, labelled at its top (or foot). Each further label
+    on the same side sits LABEL_STEP_PX higher than the one before, so labels of lines close
+    together (on a phone's narrow chart) stack instead of printing into one another."""
     fig.add_vline(x=x, **line)
-    fig.add_annotation(x=math.log10(x), xref="x", y=0 if bottom else 1, yref="paper", text=text,
-                       showarrow=False, xanchor="left", yanchor="bottom",
+    y = 0 if bottom else 1
+    before = sum(1 for a in fig.layout.annotations if a.name == VLINE_LABEL and a.y == y)
+    fig.add_annotation(x=math.log10(x), xref="x", y=y, yref="paper", text=text, name=VLINE_LABEL,
+                       showarrow=False, xanchor="left", yanchor="bottom", yshift=LABEL_STEP_PX * before,
                        font=dict(size=11, color=line.get("line_color", "grey")))
 
 

@@ -27,7 +27,7 @@ import time
 
 import streamlit as st
 
-from lib.ui import live_class, runtime
+from lib.ui import live_class, responsive, runtime
 from lib.concepts import plot_marks
 from lib.concepts.check_result import CONSISTENCY, ICONS, CheckResult
 from lib.concepts.catalog import Concept, by_slug
@@ -69,8 +69,17 @@ class ConceptPage:
         self._notes_box = st.container()
         st.markdown(self.t("intro"))
         self._long_box = st.empty() if self.concept.long else None
+        self._query0 = st.query_params.to_dict()          # the state this run was opened in
         if self._long_box is not None:
-            self._long_box.caption(self.c("long_running"))
+            self._long_box.caption(self._long_running())
+
+    def _long_running(self) -> str:
+        """The long-page caption, with what a new setting cost last time on this server (so a
+        change's wait is known before it runs; lib/ui/estimate.py)."""
+        from lib.ui import estimate
+
+        s = estimate.change_seconds(self.slug)
+        return self.c("long_running") + ("" if s is None else " " + self.c("long_estimate", s=s))
 
     # ---- model and prompt ------------------------------------------------------------------
     def model(self):
@@ -134,22 +143,34 @@ class ConceptPage:
         self.section("controls")
         return st.columns([3, 2])
 
-    def figure(self, fig, name: str, data: dict[str, list] | None = None, caption: str | None = None):
-        """Show a Plotly figure with its HTML/CSV downloads."""
+    def figure(self, fig, name: str, data: dict[str, list] | None = None, caption: str | None = None,
+               wide: bool = False):
+        """Show a Plotly figure with its HTML/CSV downloads. On the page its title is an HTML
+        line above the chart that wraps at any width and its legend sits below the plot
+        (lib/ui/responsive.py: phones); the downloaded HTML keeps Plotly's own title. The
+        presenter view enlarges ticks, legends, hover labels and text marks and keeps the chart
+        within a 1280x720 projector's height. `wide`: a chart that needs its width (a tree with
+        a label at every node; any figure of 3+ panels side by side) keeps responsive.WIDE_PX on a
+        phone and scrolls sideways in its box (two heatmaps side by side too)."""
         self._n_fig += 1
-        lines = plot_marks.wrap_title(fig, 70 if self.present else plot_marks.TITLE_CHARS)   # long titles wrap
-        top = 50
+        own_top = fig.layout.margin.t
+        lines = plot_marks.wrap_title(fig, plot_marks.TITLE_CHARS)     # the download's title wraps
+        top = 10 + 22 * lines + 26 if lines > 1 else 50
         if lines > 1:        # pinned to the top, with room under it for subplot titles and top annotations
             fig.update_layout(title=dict(yref="container", y=1 - 12 / (fig.layout.height or 450), yanchor="top"))
-            top = 10 + (26 if self.present else 22) * lines + 26
         top = max(fig.layout.margin.t or 0, top)                       # a figure's own larger top margin stays
         fig.update_layout(margin=dict(l=10, r=10, t=top, b=10), separators=SEPARATORS[self.t.lang])
         fig.update_xaxes(separatethousands=True)                       # 1,400 / 1.400 on every numeric axis, not 1400
         fig.update_yaxes(separatethousands=True)
-        if self.present:
-            fig.update_layout(font=dict(size=20))
-        st.plotly_chart(fig, width="stretch", key=f"{self.slug}.fig{self._n_fig}",
-                        config={"displaylogo": False,
+        wide = wide or responsive.needs_width(fig)                     # 3+ panels side by side
+        shown, title = responsive.shown_figure(fig, self.present, own_top, wide)
+        if title:
+            st.markdown(title, unsafe_allow_html=True)
+        box = st.container(key=f"{responsive.WIDE_KEY}{self.slug}-{self._n_fig}") if wide else st
+        if wide:
+            shown.update_layout(dragmode=False)        # a finger's drag scrolls the box, not zooms
+        box.plotly_chart(shown, width="stretch", key=f"{self.slug}.fig{self._n_fig}",
+                        config={"displaylogo": False, "responsive": True,
                                 "toImageButtonOptions": {"filename": f"{self.slug}-{name}"}})
         if caption:
             st.caption(caption)
@@ -245,8 +266,16 @@ class ConceptPage:
         live_class.publish(self.slug, self.state.claimed)     # the lecturer's page, to the class
         for note in self.notes:
             self._notes_box.info(note, icon="ℹ️")
-        if self._long_box is not None:
-            self._long_box.caption(self.c("long_done", s=time.perf_counter() - self._t0))
+        from lib.ui import estimate, memo
+
+        used = memo.run_provenance()
+        for query in {estimate.state_key(self._query0): self._query0,      # as opened, and as left
+                      estimate.state_key(st.query_params.to_dict()): st.query_params.to_dict()}.values():
+            estimate.record(self.slug, query, used)
+        if self._long_box is not None:       # what this run took, and what the next change may take
+            ahead = estimate.change_seconds(self.slug)
+            self._long_box.caption(self.c("long_done", s=time.perf_counter() - self._t0)
+                                   + ("" if ahead is None else " " + self.c("long_estimate", s=ahead)))
         self.cached_caption()
 
     def cached_caption(self) -> None:

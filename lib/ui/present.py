@@ -4,8 +4,11 @@ step with the URL both ways.
 - A link with `?view=present` turns it on for the session (`presenter_view()`).
 - The sidebar toggle (lib/ui/shell.py) calls `set_presenter_view(on)`, which writes or
   removes `view=present` in the URL, so the address bar always says what the screen shows.
-- Pages read `presenter_view()`; `PRESENT_CSS` makes the type projector-sized and keeps tables
-  and figures inside the width (1280x720 projectors)."""
+- Pages read `presenter_view()`; `PRESENT_CSS` makes the type projector-sized (text, widget
+  labels, the slider's values, Play and the step buttons, token chips: `.token-view` and inline
+  code, chart titles: `.fig-title`; st.dataframe, drawn on a canvas that CSS fonts do not
+  reach, is zoomed x1.35 inside a box narrowed by as much, so the grid measures and fills the
+  column) and keeps tables and figures inside the width (1280x720 projectors); the charts themselves are enlarged by lib/ui/responsive.py (`shown_figure(present=True)`)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -24,6 +27,16 @@ h1 { font-size: 2.8rem !important; } h2, h3 { font-size: 2.0rem !important; }
 [data-testid="stTable"] table { table-layout: fixed; width: 100% !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { white-space: normal !important; word-break: break-word;
   font-size: 1.1rem !important; }
+[data-testid="stWidgetLabel"] p, [data-testid="stCheckbox"] label p, .stToggle label p { font-size: 1.3rem !important; }
+[data-testid="stSliderThumbValue"], [data-testid="stSliderTickBar"] div { font-size: 1.2rem !important; }
+.stButton button { min-height: 3rem; } .stButton button p { font-size: 1.3rem !important; }
+.token-view { font-size: 1.6rem !important; line-height: 2.0 !important; }
+.stMarkdown p code, .stMarkdown li code { font-size: 1.15rem !important; }
+[data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] [data-testid="stDataFrame"]) {
+  zoom: 1.35; width: calc(100% / 1.35) !important; max-width: calc(100% / 1.35) !important; }
+.token-view span { font-size: inherit !important; }
+.fig-title { font-size: 1.55rem !important; margin-top: 0.8rem !important; }
+[data-testid="stTooltipContent"] p { font-size: 1.2rem !important; }
 </style>"""
 
 

@@ -46,7 +46,7 @@ def tokens_html(tokenizer, prompt_text: str, steps, labels: dict[str, str], fmt=
         text = html.escape(tokenizer.decode([s.token])).replace("\n", "⏎<br>")
         spans.append(f'<span title="{html.escape(tip)}" style="background:{_colour(s.prob)};'
                      f'border-radius:3px;padding:1px 0;cursor:help">{text}</span>')
-    return ('<div style="font-family:monospace;font-size:1.0rem;line-height:1.9;'
+    return ('<div class="token-view" style="font-family:monospace;font-size:1.0rem;line-height:1.9;'
             'white-space:pre-wrap;direction:auto">' + "".join(spans) + "</div>")
 
 

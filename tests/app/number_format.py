@@ -1,7 +1,7 @@
 """Numbers written for the page's language, checked on what a page actually rendered (issue 33).
 
 `rendered_texts(at)` collects the visible text of an AppTest run: markdown, titles, subheaders,
-captions, alerts, table cells and every text of a Plotly figure (title, axis titles, tick texts,
+captions, alerts, widget labels and options, table cells and every text of a Plotly figure (title, axis titles, tick texts,
 trace names, texts, hover texts and templates, annotations). `bad_numbers(text, lang)` returns
 every number written the wrong way for `lang`:
 
@@ -17,7 +17,7 @@ every number written the wrong way for `lang`:
 
 Named exemptions (each a rule, not a list of cases):
 - YEAR: a 4-digit 1900-2099 (papers, dates);
-- ID: digits right after "id", "ID", "#", "token", "port", "seed", "arXiv", "§", or inside
+- ID: digits right after "id", "ID", "#", "token", "port", "seed", "arXiv:", "doi:", "§", or inside
   brackets like "[2364]"; a number followed by its token text in parentheses ("236761 (.)");
   the cells of a table column whose header names ids ("ids", "ID token") — identifiers, not
   quantities;
@@ -33,7 +33,7 @@ import re
 
 # A number standing alone: digits with inner separators, not glued to letters/underscores.
 NUMBER = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)*)(?![\w])")
-ID_BEFORE = re.compile(r"(?:\bid|\bID|#|\btoken|\bport|\bseed|\barXiv|§)\s*$")
+ID_BEFORE = re.compile(r"(?:\bid|\bID|#|\btoken|\bport|\bseed|\barXiv|\bdoi|§):?\s*$")
 TOKEN_TEXT_AFTER = re.compile(r" \((?![\d−-])[^()\n]{1,12}\)")        # "236761 (.)": an id and its token
 ID_HEADER = re.compile(r"\bids?\b", re.I)
 EN_OK = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d{1,4})(?:\.\d+)?$")
@@ -106,7 +106,7 @@ def _figure_texts(spec: dict) -> list[str]:
     for a in layout.get("annotations", []) or []:
         add(a.get("text"))
     for tr in spec.get("data", []):
-        for key in ("name", "text", "hovertext"):
+        for key in ("name", "text", "hovertext", "customdata"):      # customdata: hover texts we format
             add(tr.get(key))
         tmpl = tr.get("hovertemplate") or tr.get("texttemplate")
         for t in (tmpl if isinstance(tmpl, list) else [tmpl]):
@@ -128,6 +128,11 @@ def rendered_texts(at) -> list[str]:
     parts = [x.value for x in at.markdown] + [x.value for x in at.title] + [x.value for x in at.subheader]
     parts += [x.value for x in at.caption] + [x.value for kind in (at.info, at.success, at.warning, at.error)
                                                for x in kind]
+    for kind in ("slider", "select_slider", "selectbox", "radio", "multiselect", "number_input", "checkbox",
+                 "text_input", "toggle", "button"):
+        for w in getattr(at, kind, []):
+            parts.append(str(getattr(w, "label", "") or ""))
+            parts += [str(o) for o in (getattr(w, "options", None) or [])]
     for df in list(at.dataframe) + list(at.table):
         value = df.value
         parts += [str(c) for c in value.columns]

@@ -3,7 +3,8 @@ import pytest
 
 from lib.concepts.catalog import CONCEPTS
 from tests.app.open_page import open_page
-from lib.ui.i18n import load_texts
+from lib.ui.i18n import SEPARATORS, load_texts
+from tests.app.number_format import bad_numbers, figure_separators, rendered_texts
 
 pytestmark = pytest.mark.real_model
 PAGES = [c for c in CONCEPTS if c.exists]
@@ -32,6 +33,10 @@ def test_page_runs_in_both_languages(concept, lang):
     common = load_texts("common")[lang]
     for key in ("what_to_notice", "check_it", "try_this", "the_code", "sources"):
         assert common[key] in headers, key
+    # Numbers written for the language everywhere (issue 33): text, tables and figures as rendered.
+    bad = [b for text in rendered_texts(at) for b in bad_numbers(text, lang)]
+    assert not bad, "\n".join(bad)
+    assert set(figure_separators(at)) <= {SEPARATORS[lang]}, figure_separators(at)
 
 
 @pytest.mark.parametrize("concept", PAGES, ids=[c.slug for c in PAGES])

@@ -65,3 +65,25 @@ def test_glossary_anchor_exists(server, browser):  # noqa: F811
         assert "KV cache" in page.locator("#kv-cache").inner_text()
     finally:
         page.close()
+
+
+def test_prepare_this_lesson_opens_every_step_on_the_server(server, browser):  # noqa: F811
+    """"Prepare this lesson" on a real server (issue 33): every step's page is opened through
+    Streamlit's own protocol (lib/ui/visitor.py), a progress bar shows, and when it is gone the
+    page says the whole lesson was prepared and how long it took (not "partly": every page ran).
+    The speculative lesson: 4 steps, ~25 s on a shared 2-core machine."""
+    texts = load_texts("lessons")["id"]
+    page = visit(browser, f"{server}/lessons?lesson=speculative&step=1&lang=id", "lessons-prepare-id", 0, 1280, 900)
+    try:
+        page.get_by_role("button", name=texts["prepare"]).click()
+        page.wait_for_selector("[data-testid='stProgress']", timeout=60_000)
+        done = page.locator("[data-testid='stAlertContentSuccess']").filter(has_text=texts["prepared"].split("{")[0])
+        done.wait_for(timeout=SETTLE_S * 1000)
+        settle(page, SETTLE_S)
+        assert page.locator("[data-testid='stProgress']").count() == 0
+        assert page.locator("[data-testid='stAlertContentWarning']").count() == 0, "some pages were not opened"
+        assert "4 langkah" in done.inner_text() and "detik" in done.inner_text()
+        step_box = page.locator(".st-key-lesson-step").inner_text()
+        assert texts["step_ready"].split("{")[0] in step_box         # the step says it was prepared
+    finally:
+        page.close()

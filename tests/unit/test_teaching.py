@@ -122,7 +122,7 @@ def test_every_step_has_its_texts_in_both_languages():
             assert texts[lang][f"lesson_{lesson.id}_title"] and texts[lang][f"lesson_{lesson.id}_summary"]
             for n in range(1, len(lesson.steps) + 1):
                 for part in ("q", "title", "notice", "answer"):
-                    assert texts[lang][f"{lesson.id}_{n}_{part}"], (lesson.id, n, part)
+                    assert texts[lang][f"{lesson.key(n)}_{part}"], (lesson.id, n, part)
         extra = [k for k in texts["en"] if re.fullmatch(rf"{lesson.id}_(\d+)_q", k)
                  and int(k.split("_")[1]) > len(lesson.steps)]
         assert not extra
@@ -148,7 +148,7 @@ def test_steps_sharing_an_answer_function_ask_for_the_same_values():
     fields = {}
     for lesson in LESSONS:
         for n, step in enumerate(lesson.steps, 1):
-            names = {f for _, f, _, _ in string.Formatter().parse(texts[f"{lesson.id}_{n}_answer"]) if f}
+            names = {f for _, f, _, _ in string.Formatter().parse(texts[f"{lesson.key(n)}_answer"]) if f}
             fields.setdefault(step.answer, set()).update(names)
     assert all(fields.values())
 

@@ -63,35 +63,40 @@ def timeline_figure(results: dict[str, object], labels: dict[str, str], cursor_s
 
 def real_steps_figure(runs: dict[str, object], preds: dict[str, list[float]], labels: dict[str, str]) -> go.Figure:
     """Measured seconds of every step of the real runs (bars; red = contains prefill) with the
-    simulation's prediction of the same steps (black markers)."""
+    simulation's prediction of the same steps (black markers). One panel per run, stacked (one
+    column: side by side, two panels' titles and axes collided on a phone), same y scale."""
     names = list(runs)
-    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, shared_yaxes=True, horizontal_spacing=0.05)
+    fig = make_subplots(rows=len(names), cols=1, subplot_titles=names, vertical_spacing=0.2)
     for i, name in enumerate(names, 1):
         r = runs[name]
         xs = list(range(len(r.step_s)))
         fig.add_bar(x=xs, y=[s * 1000 for s in r.step_s], name=labels["measured"], showlegend=i == 1,
-                    marker_color=[PREFILL if n else DECODE for n in r.prefill_tokens], row=1, col=i,
+                    marker_color=[PREFILL if n else DECODE for n in r.prefill_tokens], row=i, col=1,
                     hovertemplate="%{y:.0f} ms<extra></extra>")
         p = preds[name]
         fig.add_scatter(x=xs[:len(p)], y=[s * 1000 for s in p], mode="markers", name=labels["predicted"],
-                        showlegend=i == 1, marker=dict(color="black", symbol="x", size=10), row=1, col=i)
-        fig.update_xaxes(title_text=labels["x"], dtick=1, row=1, col=i)
-    fig.update_yaxes(title_text=labels["y"], row=1, col=1)
-    fig.update_layout(title=labels["title"], height=380,
-                      legend=dict(orientation="h", y=-0.25, yanchor="top", x=0, xanchor="left"))
+                        showlegend=i == 1, marker=dict(color="black", symbol="x", size=10), row=i, col=1)
+        fig.update_xaxes(dtick=1 if len(xs) <= 16 else None, row=i, col=1)
+        fig.update_yaxes(title_text=labels["y"], matches="y" if i > 1 else None, row=i, col=1)
+    fig.update_xaxes(title_text=labels["x"], row=len(names), col=1)
+    fig.update_layout(title=labels["title"], height=230 * len(names) + 130,
+                      legend=dict(orientation="h", y=-0.12 * 2 / len(names), yanchor="top", x=0, xanchor="left"))
     return fig
 
 
 def sweep_figure(rows, labels: dict[str, str]) -> go.Figure:
-    """TBT p50/p99 and mean TTFT against chunk size (the 'none' point = no chunking)."""
+    """TBT p50/p99 and mean TTFT against chunk size (the 'none' point = no chunking): two
+    panels stacked (side by side they collided on a phone), sharing the chunk-size axis."""
     xs = [labels["none"] if r.chunk is None else str(r.chunk) for r in rows]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[labels["tbt"], labels["ttft"]])
+    fig = make_subplots(rows=2, cols=1, subplot_titles=[labels["tbt"], labels["ttft"]], shared_xaxes=True,
+                        vertical_spacing=0.14)
     fig.add_scatter(x=xs, y=[r.tbt_p50_s * 1000 for r in rows], name="TBT p50", mode="lines+markers", row=1, col=1)
     fig.add_scatter(x=xs, y=[r.tbt_p99_s * 1000 for r in rows], name="TBT p99", mode="lines+markers", row=1, col=1)
     fig.add_scatter(x=xs, y=[r.ttft_mean_s * 1000 for r in rows], name=labels["ttft_name"], mode="lines+markers",
-                    row=1, col=2)
-    fig.update_xaxes(title_text=labels["x"], type="category")
+                    row=2, col=1)
+    fig.update_xaxes(type="category")
+    fig.update_xaxes(title_text=labels["x"], row=2, col=1)
     fig.update_yaxes(title_text="ms")
-    fig.update_layout(title=labels["title"], height=400,
-                      legend=dict(orientation="h", y=-0.25, yanchor="top", x=0, xanchor="left"))
+    fig.update_layout(title=labels["title"], height=520,
+                      legend=dict(orientation="h", y=-0.14, yanchor="top", x=0, xanchor="left"))
     return fig

@@ -55,6 +55,19 @@ def temperature_entropy(model, p: dict) -> dict:
             "p05": float(probs[0.5][top]), "p1": float(probs[1.0][top]), "p2": float(probs[2.0][top])}
 
 
+def entropy_en_id(model, p: dict) -> dict:
+    """The Indonesian step ("now the same in Indonesian"): the temperature page's entropy and top
+    token at T = 1 on the step's prompt (`_id`), and the same on the English question (`_en`)."""
+    out = {}
+    for suffix, params in (("id", p), ("en", {"prompt": DEFAULT_PROMPT})):
+        ids = _ids(model, params)
+        probs = temp.temperature_probs(next_token_logits(model.engine, ids), 1.0)
+        top = int(probs.argmax())
+        out |= {f"n_{suffix}": len(ids), f"h_{suffix}": temp.entropy_bits(probs),
+                f"tok_{suffix}": _tok(model, top), f"p_{suffix}": float(probs[top])}
+    return out
+
+
 def nucleus_size(model, p: dict) -> dict:
     logits = next_token_logits(model.engine, _ids(model, p))
     top_p = float(p.get("p", 0.9))
@@ -121,6 +134,17 @@ def cache_growth(model, p: dict) -> dict:
             "after": tr.cache_bytes_decode}
 
 
+def cache_en_id(model, p: dict) -> dict:
+    """The Indonesian step: life-of-a-token's KV cache after the step's prompt (`_id`) and after
+    the English question (`_en`): tokens and bytes after all layers."""
+    out = {}
+    for suffix, params in (("id", p), ("en", {"prompt": DEFAULT_PROMPT})):
+        g = cache_growth(model, params)
+        out |= {f"T_{suffix}": g["T"], f"total_{suffix}": g["total"]}
+    out["ratio"] = out["total_id"] / out["total_en"]
+    return out
+
+
 def kv_per_token(model, p: dict) -> dict:
     s = model.spec
     gqa = s.kv_bytes_per_token(4)
@@ -165,7 +189,8 @@ def kv_total(model, p: dict) -> dict:
 
 ANSWERS = {f.__name__: f for f in (pipeline_kept, temperature_entropy, nucleus_size, softmax_overflow, ban_top,
                                    acceptance, correction, tokens_per_call, cache_growth, kv_per_token,
-                                   window_reach, prefix_hits, kv_total, beam_vs_greedy, cow_copies)}
+                                   window_reach, prefix_hits, kv_total, beam_vs_greedy, cow_copies,
+                                   entropy_en_id, cache_en_id)}
 
 
 def answer(model, name: str, params: tuple[tuple[str, str], ...]) -> dict:

@@ -10,6 +10,7 @@ from lib.concepts.plot_marks import decade_axis
 MB = 1e6
 LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")
 BAR_LABEL_CHARS = 22    # long bar names wrap onto lines of this width instead of turning sideways
+ROW_LABEL_CHARS = 44    # characters of bar names side by side that fit under a phone's ~330 px chart
 
 
 def wrap_label(text: str, width: int = BAR_LABEL_CHARS) -> str:
@@ -32,9 +33,10 @@ def file_figure(types: list[str], bytes_: list[float], params: list[float], labe
 
 def stack_figure(bars: list[str], parts: list[tuple[str, list[float]]], line: float | None, labels: dict) -> go.Figure:
     """Stacked bars of memory components (MB); an optional horizontal line (a device's RAM).
-    Bar names are wrapped (`wrap_label`), never rotated."""
+    Bar names are wrapped (`wrap_label`), never rotated, narrower the more bars share the
+    width (ROW_LABEL_CHARS over all of them: a phone's four labels do not print into one another)."""
     fig = go.Figure()
-    shown = [wrap_label(b) for b in bars]
+    shown = [wrap_label(b, max(10, min(BAR_LABEL_CHARS, ROW_LABEL_CHARS // len(bars)))) for b in bars]
     for name, vals in parts:
         fig.add_bar(x=shown, y=[v / MB for v in vals], name=name,
                     hovertemplate=name + ": %{y:.1f} MB<extra></extra>")

@@ -43,7 +43,8 @@ def timing_figure(names: list[str], seconds: list[float], labels: dict[str, str]
 
 def diff_html(tokens: list[str], same: list[bool], block_size: int) -> str:
     """Tokens as chips: green = inside the common token prefix, orange = after it; a thin
-    bar marks every block boundary."""
+    bar marks every block boundary. The div's class `token-view` lets the presenter view
+    enlarge the chips (lib/ui/present.py)."""
     import html
 
     out = []
@@ -53,4 +54,4 @@ def diff_html(tokens: list[str], same: list[bool], block_size: int) -> str:
         bg = "#d6f5d6" if s else "#ffd9b3"
         out.append(f'<span title="#{i}" style="background:{bg};padding:1px 2px;margin:1px;border-radius:3px;'
                    f'font-family:monospace;font-size:12px;display:inline-block">{html.escape(tok)}</span>')
-    return '<div style="line-height:1.9">' + "".join(out) + "</div>"
+    return '<div class="token-view" style="line-height:1.9">' + "".join(out) + "</div>"

@@ -25,12 +25,13 @@ def histogram_figure(edges, counts, overflow_at: float, underflow_at: float, z_m
         fig.add_vrect(x0=max(overflow_at, lo), x1=hi, fillcolor="#d62728", opacity=0.12, line_width=0)
     if underflow_at > lo:
         fig.add_vrect(x0=lo, x1=min(underflow_at, hi), fillcolor="#7f7f7f", opacity=0.15, line_width=0)
-    for x, text, colour, pos in ((overflow_at, L["overflow"], "#d62728", "top right"),
-                                 (underflow_at, L["underflow"], "#555", "top left"),
-                                 (z_max, L["max"], "#1f77b4", "bottom right")):
-        if lo - 0.05 * (hi - lo) <= x <= hi + 0.05 * (hi - lo):
+    for x, text, colour, pos in ((overflow_at, L["overflow"], "#d62728", "top"),
+                                 (underflow_at, L["underflow"], "#555", "top"),
+                                 (z_max, L["max"], "#1f77b4", "bottom")):
+        if lo - 0.05 * (hi - lo) <= x <= hi + 0.05 * (hi - lo):    # label on the side with room (a phone's
+            side = "right" if x < (lo + hi) / 2 else "left"          # narrow chart cuts one that runs off)
             fig.add_vline(x=x, line_color=colour, line_dash="dash", annotation_text=text,
-                          annotation_position=pos)
+                          annotation_position=f"{pos} {side}")
     fig.update_yaxes(title_text=L["y"])
     decade_axis(fig, "y", counts, fmt)
     fig.update_xaxes(title_text=L["x"])
