@@ -1,6 +1,7 @@
 # make run  : set up (first time), prepare the bundled model (first time), serve the app on :8501
 #             (lib/ui/serve.py: streamlit run app.py, then its background work starts at once)
-# make test : install the test browser if missing, set up, prepare the model, run every test
+# make test : install the test browser and PostgreSQL if missing, set up, prepare the model, run
+#             every test
 # make bench: the benchmark (prints a JSON object as its last line)
 #
 # Python: the machine's own python3 when it is 3.11-3.13 (on this project's machines that is
@@ -16,8 +17,9 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8501
 CHROMIUM     := /usr/bin/chromium
 BROWSER_DEBS := chromium fonts-noto-color-emoji
+POSTGRES_DEBS := postgresql
 
-.PHONY: setup model run test test-fast bench browser clean-model
+.PHONY: setup model run test test-fast bench browser postgres clean-model
 
 # The interpreter is checked only when the environment is first created.
 $(VENV)/.installed: requirements-app.txt requirements-dev.txt
@@ -54,11 +56,28 @@ browser:
 	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_DEBS) >/dev/null && \
 	test -x $(CHROMIUM)
 
-test: browser model
+# PostgreSQL's server binaries (initdb, pg_ctl) for the live-class tests, which start a throwaway
+# cluster (tests/postgres.py): found on PATH, at `pg_config --bindir` or /usr/lib/postgresql/*/bin;
+# else installed with apt-get as for the browser, or stop at once with the command to run.
+postgres:
+	@if command -v initdb >/dev/null && command -v pg_ctl >/dev/null; then exit 0; fi; \
+	if command -v pg_config >/dev/null && [ -x "$$(pg_config --bindir)/initdb" ]; then exit 0; fi; \
+	if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then \
+	  echo "The live-class tests need PostgreSQL's server binaries (initdb, pg_ctl) and there is no apt-get here: install them, or run 'make test-fast'."; exit 1; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else \
+	  echo "The live-class tests need PostgreSQL. Run this once, then 'make test' again:"; \
+	  echo "    sudo apt-get install -y $(POSTGRES_DEBS)"; exit 1; fi; \
+	echo "Installing $(POSTGRES_DEBS) with apt-get (live-class tests)"; \
+	$$SUDO apt-get update -qq && \
+	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(POSTGRES_DEBS) >/dev/null && \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null
+
+test: browser postgres model
 	$(PY) -m pytest
 
 test-fast: setup
-	$(PY) -m pytest -m "not real_model and not browser"
+	$(PY) -m pytest -m "not real_model and not browser and not postgres"
 
 bench: model
 	$(PY) -m bench

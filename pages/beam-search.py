@@ -26,7 +26,6 @@ PRESETS = {  # name -> (prompt, stop kinds, max new tokens); texts are model inp
     "weather": ("The weather today is", ("sentence",), 20),
     "ibukota": ("Ibu kota Indonesia adalah", ("sentence",), 20),
 }
-SHOWN_LINES = 8
 
 page = ConceptPage("beam-search")
 t = page.t
@@ -64,6 +63,8 @@ seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, container=c4
 
 ends = end_token_ids(m.tokenizer, m.spec.eos_ids, stops)
 st.caption(t("ends_caption", ids=", ".join(f"{i} ({s})" for i, s in zip(ends, token_texts(m.tokenizer, ends)))))
+if num_beams == 1:
+    st.info(t("one_beam"))
 
 # ---- the model call: one search to max_new_tokens (cached), then everything is re-ranking --
 with st.spinner(t("running", b=num_beams, n=n_new)):
@@ -74,7 +75,7 @@ sweep = beam_rerank.sweep(rec, SWEEP, early_stopping)
 hyps = rec.hypotheses
 texts = [m.tokenizer.decode(list(h.tokens)) for h in hyps]
 shown = [s.replace("\n", "⏎") for s in texts]
-short = [f"#{i + 1} L={h.length} “{s if len(s) <= 30 else s[:12] + '…' + s[-16:]}”"
+short = [f"#{i + 1} L={h.length} “{s if len(s) <= 30 else beam_steps.clip_words(s, 12, 'start') + beam_steps.clip_words(s, 16)[1:]}”"
          for i, (h, s) in enumerate(zip(hyps, shown))]
 
 # ---- predict, then reveal --------------------------------------------------------------------
@@ -131,8 +132,8 @@ lines = []
 for e in events:
     prefix = m.tokenizer.decode(list(e.prefix)).replace("\n", "⏎")
     word = fate_word.get(e.fate) or (t("fate_finished") if e.ends else t("fate_cut"))
-    lines.append(t("step_event", r=e.rank, prefix=prefix[-40:], tok=token_texts(m.tokenizer, [e.token])[0],
-                   lp=e.logprob, cum=e.cum_logprob, fate=word))
+    lines.append(t("step_event", r=e.rank, prefix=beam_steps.clip_words(prefix, 40),
+                   tok=token_texts(m.tokenizer, [e.token])[0], lp=e.logprob, cum=e.cum_logprob, fate=word))
 st.markdown("\n".join(f"- {x}" for x in lines))
 if step == rec.n_steps and sel.stop_step < rec.n_steps - 1:
     st.caption(t("step_after_stop", s=sel.stop_step + 1, a=alpha))
@@ -148,7 +149,7 @@ if q1:
         h = hyps[i]
         status = (t("status_winner") if i == sel.best else t("status_pool") if i in sel.pool
                   else t("status_late") if h.step > sel.stop_step else t("status_out"))
-        tail = shown[i] if len(shown[i]) <= 32 else "…" + shown[i][-30:]      # the hypotheses differ at the end
+        tail = beam_steps.clip_words(shown[i], 32)                           # the hypotheses differ at the end
         rows.append({cols["text"]: f"#{i + 1} “{tail}”", cols["L"]: h.length,
                      cols["S"]: t.num(h.sum_logprob, ".4f"), cols["score"]: t.num(sel.scores[i], ".4f"),
                      cols["status"]: status,
@@ -158,15 +159,15 @@ if q1:
     st.caption(t("table_caption", L=t("length_rule")))
 
 # ---- score against alpha ---------------------------------------------------------------------
-ever = list(dict.fromkeys(int(w) for w in sweep.winners))
-best_at = np.argsort(-sweep.scores.max(axis=1))
-show = (ever + [int(i) for i in best_at if int(i) not in ever])[:SHOWN_LINES]
+show = beam_rerank.lines_to_draw(sweep)
 if q2:
     fig = plots.score_vs_alpha_figure(SWEEP, sweep.scores, short, sweep.winners, show, alpha, sweep.flips,
                                       {k: t(f"sweep_{k}") for k in ("title", "x", "y", "flip", "now")}, fmt=t.num)
+    drawn = plots.drawn_lines(fig)                    # the sentence counts what the figure draws
     page.figure(fig, "score_vs_alpha", {"alpha": SWEEP.tolist(), "winner": [short[int(w)] for w in sweep.winners],
                                         **{short[h]: sweep.scores[h].tolist() for h in show}},
-                caption=t("sweep_caption"))
+                caption=t("sweep_caption") + " " + (t("sweep_drawn_all", n=drawn) if drawn == len(hyps)
+                                                    else t("sweep_drawn_some", k=drawn, n=len(hyps))))
 
 # ---- not a probability ---------------------------------------------------------------------
 st.subheader(t("prob_title"))

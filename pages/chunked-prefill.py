@@ -45,8 +45,9 @@ page.figure(plots.costs_figure(costs, labels, fmt=t.num), "measured_costs",
 st.caption(t("cost_caption", L=L, pl=costs.prefill(L) * 1000, n=n_run, d=costs.decode(n_run) * 1000,
              ratio=costs.prefill(L) / costs.decode(n_run), r=costs.repeats, load=costs.load_avg,
              a=a * 1000, b=b * 1000))
-st.markdown(t("cpu_gpu", a=a * 1000, b=b * 1000, c=chunk, cc=costs.prefill(chunk) * 1000,
-              k=-(-L // chunk), extra=(-(-L // chunk) - 1) * (a + costs.decode(n_run)) * 1000))
+over = narrate.chunking_cost(a, costs.decode(n_run), L, chunk)      # the sentence's k, k - 1 and product
+st.markdown(t("cpu_gpu", a=over["a_ms"], b=b * 1000, c=chunk, cc=costs.prefill(chunk) * 1000, k=over["k"],
+              e=over["extra_steps"], d=over["d_ms"], extra=over["extra_ms"]))
 
 # ---- simulation ------------------------------------------------------------------------------
 reqs = scheduler_sim.scenario(costs, n_run, L)

@@ -23,7 +23,8 @@ if not terms:
     st.info(t("none_found", q=query))
 
 for x in terms:
-    st.subheader(glossary.term(x.key, lang), anchor=x.anchor)
+    english = glossary.english_beside(x.key, lang)   # Indonesian courses use both terms
+    st.subheader(glossary.term(x.key, lang) + (f" · :gray[{english}]" if english else ""), anchor=x.anchor)
     st.markdown(glossary.definition(x.key, lang))
     links = " · ".join(f"[{glossary.page_title(s, lang)}]({glossary.page_url(s, lang=lang)})" for s in x.pages)
     st.markdown(f"*{t('used_on')}* {links}")
@@ -31,7 +32,6 @@ for x in terms:
 st.divider()
 st.subheader(t("table_title"), anchor="term-list")
 st.caption(t("table_caption"))
-rows = "\n".join(f"| {glossary.term(x.key, 'en')} | {glossary.term(x.key, 'id')} |"
-                 for x in glossary.sorted_terms("en"))
+rows = "\n".join(f"| {en} | {local} |" for _, en, local in glossary.term_list())
 st.markdown(f"| {t('col_en')} | {t('col_id')} |\n|---|---|\n{rows}")
 page.finish()

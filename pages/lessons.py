@@ -8,6 +8,7 @@ import streamlit as st
 
 from lib.concepts.lessons.catalog import BY_ID, LESSONS
 from lib.ui import lessons as ui
+from lib.ui import live_lesson
 from lib.ui import runtime
 from lib.ui.glossary import page_title
 from lib.ui.page import ConceptPage
@@ -74,6 +75,8 @@ st.markdown("\n".join(
     f"{i}. {'**' if i == n else ''}[{ui.step_title(t, lesson, i)}]({ui.lesson_url(lesson.id, i, lang)})"
     f"{'** ◀' if i == n else ''} — {t(f'{lesson.id}_{i}_q')}"
     for i in range(1, total + 1)))
+
+live_lesson.panel(lesson)               # a live class: before/after mode and its summary (issue 30)
 
 # ---- worksheet and answer key (the key is computed only when asked for) -------------------
 if not page.present:

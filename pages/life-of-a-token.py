@@ -27,15 +27,14 @@ left, right = page.controls()
 prompt = page.prompt(max_tokens=48, container=left)
 word = page.state.text("word", t("word_label"), t("default_word"), max_chars=40, area=False, help=t("word_help"),
                        container=left)
-b = page.state.number_slider("b", t("b_label"), -10.0, 10.0, -3.0, step=0.5, container=left)
+b = page.state.number_slider("b", t("b_label"), -10.0, 10.0, lt.DEFAULT_BIAS, step=0.5, container=left)
 T = page.state.number_slider("T", t("t_label"), 0.05, 3.0, 0.8, step=0.05, container=right)
 k = page.state.number_slider("k", t("k_label"), 1, 200, 40, container=right)
 p = page.state.number_slider("p", t("p_label"), 0.05, 1.0, 0.9, step=0.01, container=right)
 seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, container=right)
 layer = page.layer_select(default=5, container=right)
 
-word_ids = m.tokenizer(word, add_special_tokens=False)["input_ids"] if word.strip() else []
-bias = ((int(word_ids[0]), float(b)),) if word_ids and b != 0 else ()
+bias = lt.word_bias(m.tokenizer, word, b)
 cfg = SamplingConfig(temperature=T, top_k=k, top_p=p, bias=bias)
 with st.spinner(c("working")):
     tr = runtime.cached(lt.trace_token)(m.engine, prompt.ids, cfg, seed)

@@ -1,7 +1,8 @@
 """The glossary: one list of terms, their pages, and links to them.
 
-Texts live in assets/text/glossary.toml (`term_<key>` and `def_<key>`, [en] and [id]); the
-Indonesian terms there are THE term list of the app (docs/DEVELOPING.md). Any page links a term:
+The terms themselves live in assets/text/terms.toml, THE term list of the app (English term ->
+the one Indonesian term, by glossary key, with the rival wordings no page may use); the
+definitions in assets/text/glossary.toml (`def_<key>`, [en] and [id]). Any page links a term:
 
     from lib.ui import glossary
     st.markdown(f"The {glossary.link('kv_cache')} grows by one entry per token.")
@@ -20,7 +21,7 @@ GLOSSARY_PATH = "/glossary"
 
 @dataclass(frozen=True)
 class Term:
-    key: str                    # texts: term_<key>, def_<key>; anchor: key with hyphens
+    key: str                    # terms.toml <key>, glossary.toml def_<key>; anchor: key with hyphens
     pages: tuple[str, ...]      # URL slugs of the pages that use the term (concepts or teaching pages)
 
     @property
@@ -102,9 +103,29 @@ def url(key: str, lang: str | None = None) -> str:
 
 
 def term(key: str, lang: str | None = None) -> str:
-    """The term in the page language (the Indonesian one is the app's term)."""
+    """The term in the page language, from the term list (the Indonesian one is the app's term)."""
     BY_KEY[key]  # unknown keys fail loudly, not with a dead link
-    return load_texts("glossary")[lang or current_lang()][f"term_{key}"]
+    return load_texts("terms")[lang or current_lang()][key]
+
+
+def english_beside(key: str, lang: str | None = None) -> str:
+    """The English term to show beside the term in `lang` ("" when there is nothing to add):
+    Indonesian courses use both, so `dekoding greedy` shows `greedy decoding`, while
+    `KV cache` or `GQA (grouped-query attention)`, which already hold every English word, show
+    nothing."""
+    lang = lang or current_lang()
+    if lang == "en":
+        return ""
+    en, local = term(key, "en"), term(key, lang)
+    words = lambda s: {w for w in "".join(c if c.isalnum() else " " for c in s.lower()).split()}
+    return "" if words(en) <= words(local) else en
+
+
+def term_list() -> list[tuple[str, str, str]]:
+    """THE term list: (key, English, Indonesian) for every entry of assets/text/terms.toml,
+    glossary terms and the `word_*` words alike, in alphabetical order of the English."""
+    table = load_texts("terms")
+    return sorted(((k, en, table["id"][k]) for k, en in table["en"].items()), key=lambda r: r[1].lower())
 
 
 def definition(key: str, lang: str | None = None) -> str:

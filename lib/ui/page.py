@@ -27,7 +27,7 @@ import time
 
 import streamlit as st
 
-from lib.ui import runtime
+from lib.ui import live_class, runtime
 from lib.concepts import plot_marks
 from lib.concepts.check_result import CONSISTENCY, ICONS, CheckResult
 from lib.concepts.catalog import Concept, by_slug
@@ -60,7 +60,7 @@ class ConceptPage:
         self.c = texts("common")
         self.notes: list[str] = []
         self.state = UrlState(slug, self.notes, self.c)
-        self.state.claimed.update({VIEW_PARAM, REVEAL_PARAM})
+        self.state.claimed.update({VIEW_PARAM, REVEAL_PARAM} | live_class.PARAMS)
         self.present = presenter_view()      # its CSS is applied by the shell (lib/ui/shell.py)
         self.reveal_all = st.query_params.get(REVEAL_PARAM) == "1"
         self._n_fig = 0
@@ -174,6 +174,11 @@ class ConceptPage:
         answered or clicked "Show me" (or the URL says `reveal=1`): draw the figure that
         answers the question only then. The feedback says whether the guess was right and `why`."""
         options = list(options)
+        from lib.ui import live_predict
+
+        in_class = live_predict.predict(self, name, question, options, answer, why, format_func)
+        if in_class is not None:          # a live class: the room counts it, the lecturer reveals
+            return in_class
         box = st.container(key=f"predict-{name}", border=True)
         box.markdown(f"**🤔 {self.c('predict_title')}** {question}")
         key = f"{self.slug}.predict.{name}"
@@ -237,6 +242,7 @@ class ConceptPage:
     def finish(self) -> None:
         """Drop unknown URL parameters and show every note collected on this run."""
         self.state.finish()
+        live_class.publish(self.slug, self.state.claimed)     # the lecturer's page, to the class
         for note in self.notes:
             self._notes_box.info(note, icon="ℹ️")
         if self._long_box is not None:

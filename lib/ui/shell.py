@@ -8,7 +8,7 @@ from lib.model import model_loader
 from lib.ui import runtime
 from lib.concepts.catalog import CONCEPTS, GROUPS, PAGES_DIR
 from lib.ui.i18n import LANGS, current_lang, publish_lang, texts
-from lib.ui import present
+from lib.ui import live_class, live_room, present
 
 LANG_NAMES = {"en": "English", "id": "Bahasa Indonesia"}
 # Teaching pages (not concepts): lessons, the life of a token, the glossary (issue 14).
@@ -38,6 +38,7 @@ def _load_other():
 def sidebar() -> None:
     lang = current_lang()
     c = texts("common")
+    live_class.join_from_url()          # ?room= / ?key= (issue 30), before the presenter toggle
     with st.sidebar:
         st.session_state.setdefault("lang_choice", lang)
         st.session_state["lang_choice"] = lang
@@ -63,6 +64,7 @@ def sidebar() -> None:
             if "dtype_reset" in st.session_state:        # a refused dtype (runtime.model) goes back
                 st.session_state["dtype"] = st.session_state.pop("dtype_reset")
             st.selectbox(c("dtype"), tuple(runtime.DTYPES), key="dtype", help=c("dtype_help"))
+    live_room.show(lang)                # the live class: sidebar block, join panel / class bar
     if present.presenter_view():
         present.apply_css()
     # Keep the language in the URL when it is not the default, so links keep it.

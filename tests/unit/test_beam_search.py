@@ -229,3 +229,80 @@ def test_page_checks_all_pass_on_a_tiny_search_and_fail_on_a_wrong_winner(tiny):
     assert all(r.passed for r in checks.page_checks(rec, sel, theirs, replays, sw, rescored, key))
     wrong = (theirs[0][:-1], theirs[1])
     assert not checks.page_checks(rec, sel, wrong, replays, sw, rescored, key)[0].passed
+
+
+def test_one_beam_is_greedy_search_and_its_checks_run(tiny):
+    """num_beams = 1 (the slider's lowest value): transformers' generate runs greedy search and
+    returns no sequences_scores (it raised AttributeError before); our search keeps one
+    candidate per step, so both give the greedy continuation, for every alpha and stop mode,
+    and the page's checks pass (and still fail on a wrong winner)."""
+    from lib.concepts.beam_search import checks
+    from lib.concepts.beam_search.beam_search import sequence_logprobs
+    from lib.concepts.beam_search.beam_search_hf import generate_beam_search, search_with_parity
+    from lib.decoding.generate import greedy
+
+    hf, eng = tiny
+    for prompt, eos in ((P1, E1), (P2, E2), (P0, E0)):
+        want = tuple(greedy(eng, prompt, MAX_NEW, eos).new_ids)
+        rec, replays = search_with_parity(eng, prompt, 1, MAX_NEW, eos, checks.PARITY_ALPHAS, checks.PARITY_MODES)
+        assert len(rec.hypotheses) == 1 and rec.hypotheses[0].tokens == want
+        assert all(p.same for p in replays)
+        for alpha, es in ((1.0, False), (0.0, True), (2.0, "never"), (-1.0, False)):
+            theirs = generate_beam_search(eng, prompt, 1, MAX_NEW, eos, alpha, es)
+            assert theirs[0] == want
+            sel = select(rec, alpha, es)
+            assert abs(sel.score - theirs[1]) <= checks.SCORE_TOL
+            assert theirs[1] == pytest.approx(rec.hypotheses[0].sum_logprob / len(want) ** alpha, rel=1e-6)
+        sw = sweep(rec, np.linspace(-1, 3, 41), False)
+        rescored = sequence_logprobs(eng, prompt, checks.winners_over_alpha(rec, sw))
+        sel = select(rec, 1.0, False)
+        theirs = generate_beam_search(eng, prompt, 1, MAX_NEW, eos, 1.0, False)
+        got = checks.page_checks(rec, sel, theirs, replays, sw, rescored, lambda k, /, **_: k)
+        assert all(r.passed for r in got), [r for r in got if not r.passed]
+        assert not checks.page_checks(rec, sel, (want[:-1], theirs[1]), replays, sw, rescored,
+                                      lambda k, /, **_: k)[0].passed
+    with torch.no_grad():                     # transformers' own generate on its own model: greedy too
+        out = hf.generate(torch.tensor([P1]), num_beams=1, do_sample=False, max_new_tokens=MAX_NEW,
+                          eos_token_id=list(E1), pad_token_id=0)
+    want = tuple(greedy(eng, P1, MAX_NEW, E1).new_ids)
+    assert tuple(out[0, len(P1):].tolist())[:len(want)] == want
+
+
+def test_score_chart_draws_every_hypothesis_the_text_counts():
+    """The page's sentence counts `drawn_lines(fig)`; every finished hypothesis is a line up to
+    MAX_LINES (the default search has 9: the chart once drew only 8 and left out the L = 5 one)."""
+    from lib.concepts.beam_search import figures
+    from lib.concepts.beam_search.beam_rerank import MAX_LINES, lines_to_draw
+
+    labels = {"title": "", "x": "", "y": "", "flip": "{a}", "now": "{a}"}
+    alphas = np.linspace(-1, 3, 41)
+    for n in (1, 2, 9, MAX_LINES, MAX_LINES + 5):
+        rec = hand_record([(-1.0 - 0.7 * i, 1 + i % 7) for i in range(n)], max_new=8)
+        sw = sweep(rec, alphas, early_stopping=False)
+        show = lines_to_draw(sw)
+        assert len(show) == min(n, MAX_LINES) and len(set(show)) == len(show)
+        assert set(int(w) for w in sw.winners) <= set(show)          # every winner is drawn
+        fig = figures.score_vs_alpha_figure(alphas, sw.scores, [f"h{i}" for i in range(n)], sw.winners, show,
+                                            1.0, sw.flips, labels)
+        assert figures.drawn_lines(fig) == len(show)
+        assert len({tr.line.color for tr in fig.data if tr.showlegend is not False}) == len(show)
+
+
+def test_clip_words_cuts_at_word_boundaries():
+    from lib.concepts.beam_search.beam_steps import clip_words
+
+    text = "The capital of France is Paris, one of the most beautiful cities in the world"
+    tail = clip_words(text, 40)
+    assert tail == "…the most beautiful cities in the world" and len(tail) <= 41
+    assert text.endswith(tail[1:])
+    head = clip_words(text, 20, keep="start")
+    assert head == "The capital of…" and text.startswith(head[:-1])
+    assert clip_words("short", 40) == "short"
+    assert clip_words("x" * 50, 10) == "…" + "x" * 10                 # one long word: cut inside, marked
+    for n in range(5, 60):
+        for keep in ("end", "start"):
+            c = clip_words(text, n, keep).strip("…")
+            assert c in text and len(c) <= n
+            words = c.split()
+            if len(c) < len(text) and len(words) > 1:                # every word shown is whole
+                assert all(w in text.split() for w in words), (n, keep, c)

@@ -1,6 +1,8 @@
 """The floor plan holds: lib/ is layered, imports only point down, modules stay small.
 
-    core <- model <- decoding <- reference <- concepts <- ui <- pages
+    core <- model <- decoding <- reference <- concepts <- classroom <- ui <- pages
+
+(classroom: the live class's database, lib/classroom; pure Python, no Streamlit.)
 
 A module may import its own layer and the layers to its left, never one to its right.
 These tests read the source (ast), so they hold for code that is never executed in a test."""
@@ -14,7 +16,7 @@ import pytest
 from lib.concepts.catalog import CONCEPTS
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ("core", "model", "decoding", "reference", "concepts", "ui")
+LAYERS = ("core", "model", "decoding", "reference", "concepts", "classroom", "ui")
 MAX_LINES = 300
 
 

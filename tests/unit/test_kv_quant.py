@@ -146,3 +146,28 @@ def test_outlier_channels():
     x[:, 3] *= 40
     x[7, 20] = 300
     assert ac.outlier_channels(x).tolist() == [3, 20]
+
+
+def test_grid_cells_are_short_language_formatted_and_hover_in_full():
+    """The |Δ perplexity| row once read "0.1807200.0701460.036788": every cell text is now at
+    most 6 characters (2 significant digits), in the page's number format, with the full value
+    in the hover."""
+    import numpy as np
+
+    from lib.concepts.kv_quantization.figures import cell_text, grid_figure
+    from lib.ui.i18n import format_number
+
+    values = [0.180720, 0.070146, 0.036788, 1.0, 12.34, 0.00123, 3.4e-05, 7.2e-9, 0.0, 1234.5, 98765.0, 3.2e7]
+    for lang in ("en", "id"):
+        fmt = lambda v, spec, lang=lang: format_number(v, spec, lang)   # noqa: E731
+        for v in values:
+            s = cell_text(v, fmt)
+            assert len(s) <= 6, (v, s)
+            back = float(s.replace(".", "").replace(",", ".") if lang == "id" else s.replace(",", ""))
+            assert back == pytest.approx(v, rel=0.06, abs=1e-12), (v, s)
+        assert cell_text(0.18072, fmt) == ("0.18" if lang == "en" else "0,18")
+        z = np.array([[0.180720, 0.070146, 0.036788], [1.5, 2.25, 0.0009]])
+        fig = grid_figure([8, 4], ["a", "b", "c"], [("m", z, ",.5g")], "t", fmt)
+        tr = fig.data[0]
+        assert all(len(c) <= 6 for row in tr.text for c in row)
+        assert tr.customdata[0][0] == fmt(0.180720, ",.5g") and "customdata" in tr.hovertemplate

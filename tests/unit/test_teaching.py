@@ -76,16 +76,17 @@ def test_same_seed_same_token(tiny):
 
 # ---- the glossary -------------------------------------------------------------------------
 def test_glossary_has_forty_terms_in_both_languages_with_real_pages():
-    texts = load_texts("glossary")
+    texts, terms = load_texts("glossary"), load_texts("terms")
     assert len(glossary.TERMS) >= 40
     assert len({t.anchor for t in glossary.TERMS}) == len(glossary.TERMS)
     for t in glossary.TERMS:
         for lang in ("en", "id"):
-            assert texts[lang][f"term_{t.key}"] and texts[lang][f"def_{t.key}"]
+            assert terms[lang][t.key] and texts[lang][f"def_{t.key}"]
         assert t.pages and set(t.pages) <= SLUGS, t.key
         assert all((PAGES_DIR / f"{s}.py").exists() for s in t.pages), t.key
-    keys = {k[5:] for k in texts["en"] if k.startswith("term_")}
+    keys = {k for k in terms["en"] if not k.startswith("word_")}
     assert keys == {t.key for t in glossary.TERMS}
+    assert {k[4:] for k in texts["en"] if k.startswith("def_")} == keys
 
 
 def test_glossary_link_points_at_the_anchor_and_keeps_the_language():

@@ -126,3 +126,15 @@ def probability_view(record: BeamRecord, alpha: float) -> ProbabilityView:
     L = np.array([h.length for h in record.hypotheses], dtype=float)
     p, q = np.exp(S), np.exp(S / L ** alpha)
     return ProbabilityView(p, q, float(p.sum()), float(q.sum()))
+
+
+MAX_LINES = 12   # the score-vs-alpha figure draws at most this many hypotheses (12 distinct colours)
+
+
+def lines_to_draw(sweep: AlphaSweep, cap: int = MAX_LINES) -> list[int]:
+    """Hypothesis indices the score-vs-alpha figure draws: ALL of them when there are at most
+    `cap` (the page then says "all n"), else the ones that win at some alpha, then the best
+    scores, `cap` in all (the page then says "k of the n")."""
+    ever = list(dict.fromkeys(int(w) for w in sweep.winners))
+    best_at = [int(i) for i in np.argsort(-sweep.scores.max(axis=1), kind="stable")]
+    return (ever + [i for i in best_at if i not in ever])[:cap]

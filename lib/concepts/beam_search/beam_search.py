@@ -18,9 +18,13 @@ One step (transformers `GenerationMixin._beam_search`, v5, batch of one prompt):
     - the finished pool keeps the num_beams best scores.
 
 Stopping (checked after every step, L_run = tokens generated so far):
-    max_new_tokens reached; or early_stopping=True and num_beams hypotheses finished; or the
+    max_new_tokens reached; or no running beam is left; or early_stopping=True and num_beams hypotheses finished; or the
     pool is full and best_running / L_best ** alpha <= the pool's worst score, where
     L_best = L_run, except early_stopping="never" with alpha > 0: L_best = max_new_tokens.
+
+One beam is greedy search, as in transformers (`generate(num_beams=1)` runs greedy decoding):
+K = 1, the argmax of each step; the first end token finishes the one hypothesis and ends the
+search (for every alpha and early_stopping).
 
 Which beams run never depends on alpha: alpha only decides which finished hypotheses win and
 (through the stop rule) after how many steps the search stops. So one search run to
@@ -137,7 +141,7 @@ def beam_search(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int,
     if num_beams < 1 or max_new_tokens < 1:
         raise ValueError("num_beams and max_new_tokens must be >= 1")
     ends = tuple(sorted(set(int(e) for e in eos_ids)))
-    K = max(2, 1 + len(ends)) * num_beams
+    K = 1 if num_beams == 1 else max(2, 1 + len(ends)) * num_beams   # one beam: greedy (as generate)
     rec = BeamRecord(tuple(int(i) for i in prompt_ids), num_beams, max_new_tokens, ends, run_to_max)
     pool = FinishedPool(num_beams, length_penalty, early_stopping, max_new_tokens)
     end_set = torch.tensor(ends, dtype=torch.long)
@@ -181,7 +185,7 @@ def beam_search(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int,
         rec.n_steps = step + 1
         if on_step:
             on_step(step)
-        if pool.stop_after_step(step + 1, best_running, last) and (last or not run_to_max):
+        if pool.stop_after_step(step + 1, best_running, last) and (last or not run_to_max) or not kept:
             break
         idx = torch.tensor(kept)
         cache.reorder(parent[idx].to(engine.device))

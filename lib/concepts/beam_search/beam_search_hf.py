@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from transformers import GenerationConfig, GenerationMixin, PretrainedConfig, PreTrainedModel
 from transformers.utils import ModelOutput
@@ -146,14 +147,15 @@ class EngineForGenerate(PreTrainedModel, GenerationMixin):
     config_class = _EngineConfig
     main_input_name = "input_ids"
 
-    def __init__(self, engine: Engine, capacity: int):
+    def __init__(self, engine: Engine, capacity: int, backend=None):
         super().__init__(_EngineConfig(vocab_size=engine.spec.vocab, is_encoder_decoder=False))
-        self.backend, self.capacity = EngineBackend(engine), capacity
+        self.backend, self.capacity = backend or EngineBackend(engine), capacity
+        self._device = torch.device(engine.device)
         self.generation_config = GenerationConfig()
 
     @property
     def device(self) -> torch.device:
-        return torch.device(self.backend.engine.device)
+        return self._device
 
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
@@ -179,23 +181,37 @@ class EngineForGenerate(PreTrainedModel, GenerationMixin):
 
 
 def generate_beam_search(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int, eos_ids=(),
-                         length_penalty: float = 1.0, early_stopping=False) -> tuple[tuple[int, ...], float]:
+                         length_penalty: float = 1.0, early_stopping=False,
+                         backend=None) -> tuple[tuple[int, ...], float]:
     """(generated tokens, sequences_score) from transformers' `generate(num_beams=...,
-    length_penalty=..., early_stopping=..., do_sample=False)` running on the engine."""
+    length_penalty=..., early_stopping=..., do_sample=False)` running on the engine (or on
+    `backend`, e.g. a TableBackend of recorded logits).
+
+    num_beams == 1: transformers' generate runs GREEDY search (one beam is greedy search) and
+    returns no `sequences_scores`; the score is then computed from the logits generate itself
+    returns (`output_logits`): the float32 running sum of log_softmax(logits)[token] over the
+    generated tokens, divided by L ** length_penalty (L = generated tokens, end token included)."""
     ids = torch.tensor([list(prompt_ids)], device=engine.device)                 # (1, P)
     ends = sorted(set(int(e) for e in eos_ids))
-    model = EngineForGenerate(engine, ids.shape[1] + max_new_tokens + 1)
-    out = model.generate(ids, num_beams=num_beams, length_penalty=float(length_penalty),
-                         early_stopping=early_stopping, do_sample=False, max_new_tokens=max_new_tokens,
-                         num_return_sequences=1, eos_token_id=ends or None, pad_token_id=ends[0] if ends else 0,
-                         return_dict_in_generate=True, output_scores=True)
+    model = EngineForGenerate(engine, ids.shape[1] + max_new_tokens + 1, backend)
+    greedy = num_beams == 1
+    beam_args = {} if greedy else dict(num_beams=num_beams, length_penalty=float(length_penalty),
+                                       early_stopping=early_stopping, output_scores=True)
+    out = model.generate(ids, do_sample=False, max_new_tokens=max_new_tokens, num_return_sequences=1,
+                         eos_token_id=ends or None, pad_token_id=ends[0] if ends else 0,
+                         return_dict_in_generate=True, output_logits=greedy, **beam_args)
     P = ids.shape[1]
     toks = out.sequences[0, P:].tolist()                                          # padded after an end token
     for i, tok in enumerate(toks):
         if tok in ends:
             toks = toks[:i + 1]
             break
-    return tuple(toks), float(out.sequences_scores[0])
+    if not greedy:
+        return tuple(toks), float(out.sequences_scores[0])
+    total = torch.zeros((), dtype=torch.float32)
+    for tok, row in zip(toks, out.logits):                                        # row (1, V)
+        total = total + torch.log_softmax(row[0].float().cpu(), dim=-1)[tok]
+    return tuple(toks), float(np.float32(total.item()) / np.float32(len(toks) ** float(length_penalty)))
 
 
 @dataclass(frozen=True)
@@ -213,7 +229,8 @@ class Parity:
 def search_with_parity(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int,
                        eos_ids, alphas, modes) -> tuple[BeamRecord, list[Parity]]:
     """One search run to max_new_tokens (the record the page re-ranks), then transformers'
-    `_beam_search` replayed on its logits for every alpha x early_stopping mode."""
+    `_beam_search` replayed on its logits for every alpha x early_stopping mode (with one beam:
+    transformers' greedy `generate`, which is what generate runs for num_beams=1)."""
     table: dict[tuple[int, ...], torch.Tensor] = {}
     rec = beam_search(engine, prompt_ids, num_beams, max_new_tokens, eos_ids=eos_ids,
                       run_to_max=True, logits_table=table)
@@ -221,6 +238,11 @@ def search_with_parity(engine: Engine, prompt_ids, num_beams: int, max_new_token
     for alpha in alphas:
         for es in modes:
             s = select(rec, alpha, es)
-            theirs = transformers_beam_search(backend, rec.prompt_ids, num_beams, max_new_tokens, alpha, es, eos_ids)
+            if num_beams == 1:      # transformers' generate: greedy search, replayed on the same logits
+                theirs = generate_beam_search(engine, rec.prompt_ids, 1, max_new_tokens, eos_ids, alpha, es,
+                                              backend=TableBackend(table))
+            else:
+                theirs = transformers_beam_search(backend, rec.prompt_ids, num_beams, max_new_tokens, alpha, es,
+                                                  eos_ids)
             out.append(Parity(float(alpha), es, (rec.hypotheses[s.best].tokens, s.score), theirs))
     return rec, out

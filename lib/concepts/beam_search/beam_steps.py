@@ -43,3 +43,23 @@ def running_beams(record: BeamRecord, step: int) -> int:
 def finished_by(record: BeamRecord, step: int) -> int:
     """Finished hypotheses recorded up to and including `step`."""
     return sum(1 for c in record.candidates if c.step <= step and c.fate == FINISHED)
+
+
+def clip_words(text: str, limit: int, keep: str = "end") -> str:
+    """`text` shortened to about `limit` characters at a word boundary, with "…" where it was
+    cut: keep="end" keeps the last words ("…cities in the world"), keep="start" the first
+    ("The capital of…"). A single word longer than `limit` is cut inside it (still with "…").
+    Never cuts inside a word otherwise (the step list once showed "autiful cities…")."""
+    if len(text) <= limit:
+        return text
+    if keep == "end":
+        tail = text[-limit:]
+        if not text[-limit - 1].isspace():                      # the cut fell inside a word
+            gap = next((i for i, ch in enumerate(tail) if ch.isspace()), None)
+            tail = tail[gap:] if gap is not None else tail
+        return "…" + tail.lstrip()
+    head = text[:limit]
+    if not text[limit].isspace():
+        gap = next((i for i in range(len(head) - 1, -1, -1) if head[i].isspace()), None)
+        head = head[:gap] if gap else head
+    return head.rstrip() + "…"

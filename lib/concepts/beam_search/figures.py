@@ -100,7 +100,8 @@ def score_vs_alpha_figure(alphas, lines: np.ndarray, names: list[str], winners: 
     so lines of different lengths cross once. The winning stretch of each line is thick.
     `fmt(x, spec)` writes numbers in the page's language; labels "flip"/"now" take {a} as text."""
     fig = go.Figure()
-    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+               "#bcbd22", "#7f7f7f", "#aec7e8", "#ffbb78"]     # beam_rerank.MAX_LINES colours
     for j, h in enumerate(show):
         color = palette[j % len(palette)]
         fig.add_scatter(x=alphas, y=-lines[h], customdata=lines[h], mode="lines", name=names[h],
@@ -122,6 +123,12 @@ def score_vs_alpha_figure(alphas, lines: np.ndarray, names: list[str], winners: 
     fig.update_layout(title=labels["title"], height=520,
                       legend=dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left"))
     return fig
+
+
+def drawn_lines(fig: go.Figure) -> int:
+    """How many hypotheses a score_vs_alpha_figure draws: its traces with a legend entry (the
+    thick winning stretches share their line's legend group and have none)."""
+    return sum(1 for tr in fig.data if tr.showlegend is not False and tr.name)
 
 
 def probability_figure(names: list[str], seq_prob, exp_score, labels: dict[str, str], fmt=format) -> go.Figure:

@@ -23,3 +23,19 @@ def step_sentences(result, prompt_lens: dict[str, int], t) -> list[str]:
         out.append(t("step_head", i=i, a=s.start_s * 1000, b=s.end_s * 1000, d=(s.end_s - s.start_s) * 1000)
                    + " " + (" ".join(parts) or t("step_idle")))
     return out
+
+
+def chunking_cost(a_s: float, decode_s: float, prompt_len: int, chunk: int) -> dict:
+    """What splitting a `prompt_len`-token prompt into chunks of `chunk` adds before its first
+    token, on the page's measured line (a forward costs a_s + b_s per token; the b_s part is
+    paid once however the prompt is split): ceil(L / chunk) chunks are that many forwards
+    instead of one, so chunks - 1 EXTRA steps, each paying the fixed a_s and a decode step of
+    the running batch (decode_s) again. Returns the numbers the page's sentence states, in ms:
+    {k: chunks, extra_steps, a_ms, d_ms, step_ms = a_ms + d_ms, extra_ms = extra_steps * step_ms}.
+    a_ms and d_ms are rounded to whole milliseconds (as the sentence writes them), so the
+    product it states is exactly the product of the numbers it shows."""
+    k = -(-int(prompt_len) // int(chunk))
+    extra_steps = k - 1
+    a_ms, d_ms = float(round(a_s * 1000)), float(round(decode_s * 1000))
+    return {"k": k, "extra_steps": extra_steps, "a_ms": a_ms, "d_ms": d_ms, "step_ms": a_ms + d_ms,
+            "extra_ms": extra_steps * (a_ms + d_ms)}

@@ -16,16 +16,35 @@ def channel_heatmap(kmax: np.ndarray, labels: dict) -> go.Figure:
     return fig
 
 
+def cell_text(value: float, fmt=format) -> str:
+    """A heatmap cell's number, short enough for a third of a phone-wide subplot (at most 6
+    characters: "0.18", "0.0012", "3.4e-5", "1,234"), written by fmt(value, spec) (the page's
+    number format: "0,18" in Indonesian). The full value goes in the hover text."""
+    a = abs(float(value))
+    if a == 0 or not np.isfinite(a):
+        return fmt(float(value), "g")
+    if 100 <= a < 1e5:
+        return fmt(float(value), ",.0f")
+    if 0.001 <= a < 100:
+        return fmt(float(value), ".2g")
+    mant, exp = f"{float(value):.1e}".split("e")
+    return fmt(float(mant), ".1f") + "e" + str(int(exp))
+
+
 def grid_figure(bits: list[int], grans: list[str], metrics: list[tuple[str, np.ndarray, str]], title: str,
                 fmt=format) -> go.Figure:
-    """One small heatmap per error metric: rows = bits, columns = scale choices, values
-    written in with fmt(value, spec) (the page's number format); colour = log10 of the value."""
+    """One small heatmap per error metric: rows = bits, columns = scale choices; each cell says
+    its value in short (`cell_text`: 2 significant digits, so neighbouring cells never run into
+    one another) and the hover in full, fmt(value, spec) (the page's number format); colour =
+    log10 of the value."""
     fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[m[0] for m in metrics], horizontal_spacing=0.06)
     for i, (_, z, spec) in enumerate(metrics, 1):
-        text = [[fmt(float(v), spec) for v in row] for row in z]
+        text = [[cell_text(v, fmt) for v in row] for row in z]
+        full = [[fmt(float(v), spec) for v in row] for row in z]
         fig.add_trace(go.Heatmap(z=np.log10(np.maximum(z, 1e-9)), x=grans, y=[f"int{b}" for b in bits], text=text,
-                                 texttemplate="%{text}", textfont=dict(size=CELL_FONT), colorscale="Reds",
-                                 showscale=False, hovertemplate="%{y} %{x}: %{text}<extra></extra>"), row=1, col=i)
+                                 customdata=full, texttemplate="%{text}", textfont=dict(size=CELL_FONT),
+                                 colorscale="Reds", showscale=False,
+                                 hovertemplate="%{y} %{x}: %{customdata}<extra></extra>"), row=1, col=i)
         fig.update_yaxes(autorange="reversed", row=1, col=i)
     fig.update_layout(title=title, height=360)
     return fig

@@ -12,7 +12,7 @@ import torch
 
 from lib.concepts.beam_search.beam_search import beam_search, select
 from lib.concepts.lessons.catalog import DEFAULT_PROMPT
-from lib.concepts.life_of_a_token.trace import trace_token
+from lib.concepts.life_of_a_token.trace import DEFAULT_BIAS, trace_token, word_bias
 from lib.concepts.logit_bias import logit_bias as lb
 from lib.concepts.paged_attention.workload import page_requests
 from lib.concepts.paged_blocks.paged_generation import run_requests
@@ -37,7 +37,11 @@ def _tok(model, i: int) -> str:
 
 
 def pipeline_kept(model, p: dict) -> dict:
-    cfg = SamplingConfig(temperature=float(p.get("T", 0.8)), top_k=int(p.get("k", 40)), top_p=float(p.get("p", 0.9)))
+    """life-of-a-token in the state the step opens it in, the page's defaults for the rest (its
+    bias of DEFAULT_BIAS on `word` included: the step passes b = 0 so that only top-k/top-p count)."""
+    bias = word_bias(model.tokenizer, p.get("word", " Paris"), float(p.get("b", DEFAULT_BIAS)))
+    cfg = SamplingConfig(temperature=float(p.get("T", 0.8)), top_k=int(p.get("k", 40)), top_p=float(p.get("p", 0.9)),
+                         bias=bias)
     tr = trace_token(model.engine, _ids(model, p, cap=48), cfg, int(p.get("seed", 0)))
     return {"n": tr.pipeline.kept_count, "tok": _tok(model, tr.token), "V": model.spec.vocab}
 

@@ -35,7 +35,8 @@ class Lesson:
 
 LESSONS = (
     Lesson("decoding", 45, "🎛️", (
-        Step("life-of-a-token", (("prompt", DEFAULT_PROMPT), ("T", "0.8"), ("k", "40"), ("p", "0.9")), "pipeline_kept"),
+        Step("life-of-a-token", (("prompt", DEFAULT_PROMPT), ("T", "0.8"), ("k", "40"), ("p", "0.9"), ("b", "0")),
+             "pipeline_kept"),
         Step("temperature", (("prompt", DEFAULT_PROMPT), ("Ts", "0.5,1.0,2.0")), "temperature_entropy"),
         Step("top-k-top-p", (("prompt", "Monday, Tuesday, Wednesday,"), ("p", "0.9")), "nucleus_size"),
         Step("top-k-top-p", (("prompt", "Once upon a time, in a small village by the sea,"), ("p", "0.9")),

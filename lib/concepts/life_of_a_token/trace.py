@@ -21,6 +21,15 @@ from lib.core.hooks import Recorder
 from lib.decoding.sampling import PipelineResult, SamplingConfig, run_pipeline, sample_next
 
 RECORDED = ("embed", "probs", "attn_out", "resid_mid", "mlp_act", "resid_out", "final")
+DEFAULT_BIAS = -3.0   # the page's bias slider default (on its default word " Paris"); lesson answers use it too
+
+
+def word_bias(tokenizer, word: str, b: float) -> tuple[tuple[int, float], ...]:
+    """The page's bias rule: `b` added to the logit of the FIRST token of `word` (no bias for
+    an empty word or b = 0). The lesson answers use this same rule, so a step's answer is the
+    number the page shows."""
+    ids = tokenizer(word, add_special_tokens=False)["input_ids"] if word.strip() else []
+    return ((int(ids[0]), float(b)),) if ids and b != 0 else ()
 
 
 @dataclass

@@ -1,0 +1,247 @@
+"""The live class in the app (issue 30): who this session is in a room, joining by link, and
+following the lecturer.
+
+Session state, per browser tab:
+- `live.room`   the room code this session is in (a student or the lecturer), else absent;
+- `live.key`    the presenter secret, only in the lecturer's session (it never stays in the URL:
+                `?key=` is read once and removed, so a projected address bar does not show it);
+- `live.follow` whether a student follows the lecturer (False after "Explore on my own").
+
+A student follows through `follow_bar`, a fragment polling the room every POLL_S seconds: when
+the room's version changed and its page/state differs from the one applied last, the page's
+URL-bound widgets are forgotten and `st.switch_page` opens the lecturer's page with the
+lecturer's parameters (lib/ui/state.py seeds widgets from the URL). The lecturer's page and
+controls are published by `publish`, called from ConceptPage.finish (lib/ui/page.py).
+The room panel (start, QR, end) is lib/ui/live_room.py; predictions lib/ui/live_predict.py."""
+from __future__ import annotations
+
+import secrets
+
+import streamlit as st
+
+from lib.classroom import codes
+from lib.classroom.errors import ClassroomError, UnknownRoom
+from lib.concepts.catalog import PAGES_DIR
+from lib.ui.i18n import LANG_PARAM, current_lang, texts
+
+ROOM_PARAM, KEY_PARAM = "room", "key"
+PARAMS = frozenset({ROOM_PARAM, KEY_PARAM})
+POLL_S = 2.0
+S_ROOM, S_KEY, S_FOLLOW = "live.room", "live.key", "live.follow"
+S_SEEN, S_APPLIED, S_PUBLISHED = "live.seen_version", "live.applied", "live.published"
+S_NOTE, S_SID, S_NICK = "live.note", "live.session_id", "live.nickname"
+S_PHASE, PHASE_PARAM, LIVE = "live.phase", "_phase", "live"   # lesson mode: live / pre / post
+# URL parameters that belong to the shell or to this session, never to the page's state
+NOT_PAGE_STATE = frozenset({LANG_PARAM, "view", "reveal", PHASE_PARAM}) | PARAMS
+
+
+def store():
+    """The process-wide class store (lib.classroom), opened on first use."""
+    from lib import classroom
+
+    return classroom.store()
+
+
+def secret_ok(code: str, key: str) -> bool:
+    """Whether `key` is room `code`'s presenter secret (the store checks it, in constant time)."""
+    try:
+        store().nicknames(code, key)
+    except ClassroomError:
+        return False
+    return True
+
+
+def room_code() -> str | None:
+    return st.session_state.get(S_ROOM)
+
+
+def secret() -> str | None:
+    return st.session_state.get(S_KEY) if room_code() else None
+
+
+def is_presenter() -> bool:
+    return secret() is not None
+
+
+def is_following() -> bool:
+    """A student in a room who has not chosen to explore on their own."""
+    return room_code() is not None and not is_presenter() and st.session_state.get(S_FOLLOW, True)
+
+
+def session_id() -> str:
+    """An anonymous id for this browser tab: one answer per tab and question."""
+    return st.session_state.setdefault(S_SID, secrets.token_urlsafe(12))
+
+
+def nickname() -> str | None:
+    return codes.clean_nickname(st.session_state.get(S_NICK))
+
+
+def room_view():
+    """The room as the store has it now (a RoomView), or None when this session is in no room
+    or the room is gone (the session then leaves it, with a note)."""
+    code = room_code()
+    if code is None:
+        return None
+    try:
+        view = store().room(code)
+    except ClassroomError:
+        view = None
+    if view is None:
+        leave(note=("ended", code))
+    return view
+
+
+def enter(code: str, key: str | None = None) -> None:
+    """Make this session a member of room `code` (the lecturer when `key` is its secret)."""
+    st.session_state[S_ROOM] = code
+    st.session_state[S_FOLLOW] = True
+    for k in (S_KEY, S_SEEN, S_APPLIED, S_PUBLISHED):
+        st.session_state.pop(k, None)
+    if key is not None:
+        st.session_state[S_KEY] = key
+    st.query_params[ROOM_PARAM] = code
+
+
+def leave(note: tuple[str, str] | None = None) -> None:
+    for k in (S_ROOM, S_KEY, S_FOLLOW, S_SEEN, S_APPLIED, S_PUBLISHED):
+        st.session_state.pop(k, None)
+    for p in PARAMS:
+        if p in st.query_params:
+            del st.query_params[p]
+    if note is not None:
+        st.session_state[S_NOTE] = note
+
+
+def join_from_url() -> None:
+    """Read `?room=` (and the lecturer's `?key=`) once per change; called by the shell before
+    the sidebar. A malformed, unknown or ended code leaves a note and the app works on."""
+    raw, key = st.query_params.get(ROOM_PARAM), st.query_params.get(KEY_PARAM)
+    if KEY_PARAM in st.query_params:
+        del st.query_params[KEY_PARAM]              # the secret never stays in the address bar
+    if raw is None:
+        if room_code() is not None:
+            st.query_params[ROOM_PARAM] = room_code()   # a page switch dropped it: links keep it
+        return
+    code = codes.normalize_code(raw)
+    if code is not None and code == room_code() and (key is None or key == secret()):
+        return
+    try:
+        view = store().room(code) if code else None
+    except ClassroomError:
+        view = None
+    if view is None:
+        leave(note=("bad_code", raw[:12]))
+        return
+    if key is not None and not secret_ok(code, key):
+        enter(code)
+        st.session_state[S_NOTE] = ("bad_key", code)
+        return
+    enter(code, key)
+    if key is not None:
+        from lib.ui import present
+
+        present.set_presenter_view(True)            # the presenter link opens the presenter view
+
+
+def show_note() -> None:
+    """A note left by joining or by a room that ended (both languages)."""
+    note = st.session_state.pop(S_NOTE, None)
+    if note:
+        kind, code = note
+        st.warning(texts("live_class")(kind, code=code), icon="🎓")
+
+
+# ---- following the lecturer --------------------------------------------------------------------
+def _page_widget_keys(slug: str) -> list[str]:
+    """The session-state keys of `slug`'s URL-bound widgets (`<slug>.<name>`, and the
+    `<slug>.<name>.shown` that lib/ui/state.py keeps), not its predictions (`<slug>.predict.*`)."""
+    out = []
+    for k in st.session_state.keys():
+        if not isinstance(k, str) or not k.startswith(slug + "."):
+            continue
+        rest = k[len(slug) + 1:].split(".")
+        if len(rest) == 1 or (len(rest) == 2 and rest[1] == "shown"):
+            out.append(k)
+    return out
+
+
+def go_to(slug: str, params: dict) -> None:
+    """Open the lecturer's page in the lecturer's state (the student keeps their language)."""
+    for k in _page_widget_keys(slug) + [f"lessons.published.{n}" for n in ("lesson", "step")]:
+        st.session_state.pop(k, None)
+    query = {k: v for k, v in params.items() if k not in NOT_PAGE_STATE}
+    query[ROOM_PARAM] = room_code()
+    if current_lang() != "en":
+        query[LANG_PARAM] = current_lang()
+    st.switch_page(str(PAGES_DIR / f"{slug}.py"), query_params=query)
+
+
+def _explore(on: bool) -> None:
+    st.session_state[S_FOLLOW] = not on
+    st.session_state.pop(S_APPLIED, None)           # back to the class: go to its page again
+    st.session_state.pop(S_SEEN, None)
+
+
+@st.fragment(run_every=POLL_S)
+def follow_bar() -> None:
+    """The student's class bar at the top of every page (phones have no open sidebar): the
+    room, its current page, explore/back. Polls the room; follows it when it moved."""
+    if room_code() is None or is_presenter():
+        return
+    from lib.ui.glossary import page_title
+
+    t = texts("live_class")
+    view = room_view()
+    if view is None:
+        st.rerun(scope="app")
+    follow = is_following()
+    where = t("now_in_class", page=page_title(view.slug)) if view.slug else t("waiting_page")
+    st.session_state["live.room_page"] = where
+    with st.container(border=True, key="live-bar"):
+        a, b = st.columns([3, 1], vertical_alignment="center")
+        a.markdown(f"**🎓 {t('class_code', code=view.code)}** · {t('following') if follow else t('exploring')}  \n{where}")
+        if follow:
+            b.button(t("explore"), key="live-explore", on_click=_explore, args=(True,), width="stretch")
+        else:
+            b.button(t("back"), key="live-back", on_click=_explore, args=(False,), type="primary", width="stretch")
+    if not follow or view.version == st.session_state.get(S_SEEN):
+        return
+    st.session_state[S_SEEN] = view.version
+    target = (view.slug, tuple(sorted(view.params.items())))
+    if view.slug and target != st.session_state.get(S_APPLIED):
+        st.session_state[S_APPLIED] = target
+        go_to(view.slug, dict(view.params))
+
+
+# ---- the lecturer publishes ---------------------------------------------------------------------
+def page_state(slug: str, claimed: set[str]) -> dict[str, str]:
+    """The page's state as URL parameters: what its URL holds, plus the text boxes left at
+    their default (a default prompt differs between languages; students must see the
+    lecturer's)."""
+    out = {}
+    for name in sorted(set(claimed) - NOT_PAGE_STATE):
+        value = st.query_params.get(name)
+        if value is None:
+            value = st.session_state.get(f"{slug}.{name}")
+        if isinstance(value, str):
+            out[name] = value
+    return out
+
+
+def publish(slug: str, claimed: set[str]) -> None:
+    """The lecturer's page and controls go to the room when they changed (presenter only)."""
+    if not is_presenter():
+        return
+    params = page_state(slug, claimed)
+    if st.session_state.get(S_PHASE, LIVE) != LIVE:
+        params[PHASE_PARAM] = st.session_state[S_PHASE]
+    target = (slug, tuple(sorted(params.items())))
+    if target == st.session_state.get(S_PUBLISHED):
+        return
+    try:
+        store().set_page(room_code(), secret(), slug, params)
+    except UnknownRoom:
+        leave(note=("ended", room_code()))
+        return
+    st.session_state[S_PUBLISHED] = target

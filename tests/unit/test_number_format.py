@@ -1,0 +1,26 @@
+"""The rendered-number scan of tests/app/number_format.py catches what issue 33 found, and passes
+numbers written correctly (fast: no model, no page; the AppTest of every page applies it)."""
+import pytest
+
+from tests.app.number_format import bad_numbers
+
+WRONG = [("Langkah 13 (4819 → 5.281 ms", "id"), ("Step 13 (1224 → 1,672 ms", "en"), ("(17, 19,3 dtk)", "id"),
+         ("4 sink + 28 31,66", "id"), ("4 sinks + 28 31.66", "en"), ("p = 0.5", "id"), ("p = 0,5", "en"),
+         ("1,000,000 token", "id"), ("12345 tokens", "en"), ("12345 token", "id"), ("1.5×", "id"),
+         ("0.1807200.0701460.036788", "en")]
+RIGHT = [("Langkah 13 (4.819 → 5.281 ms", "id"), ("Step 13 (1,224 → 1,672 ms", "en"), ("(17; 19,3 dtk)", "id"),
+         ("12.345 token", "id"), ("12,345 tokens", "en"), ("0,543", "id"), ("0.543", "en"), ("(2023)", "en"),
+         ("token 2364", "id"), ("int8, fp16, 2ⁿ", "id"), ("p = 0,05; α = 1,5", "id"), ("2 × 18 lapisan", "id"),
+         ("http://localhost:8625/temperature?T=0.5", "id"), ("`x = 0.5`", "id"), ("262.144 token", "id"),
+         ("262,144 tokens", "en"), ("−3,5", "id"), ("[0.5, 1]", "en"), ("lapisan 5, 11, 17", "id"), ("L = 5", "en"),
+         ("Token ids that end a hypothesis: 1 (<eos>), 236761 (.), 236881 (?)", "en"), ("[arXiv 1706.03762], §3.2.1", "id")]
+
+
+@pytest.mark.parametrize("text,lang", WRONG)
+def test_a_wrongly_written_number_is_caught(text, lang):
+    assert bad_numbers(text, lang), text
+
+
+@pytest.mark.parametrize("text,lang", RIGHT)
+def test_a_correctly_written_number_passes(text, lang):
+    assert not bad_numbers(text, lang), (text, bad_numbers(text, lang))
