@@ -135,9 +135,11 @@ if w_local:
     ring_ids = (probe.fact_ids + probe.filler_ids)[:w_local + RING_CHUNK]
     with st.spinner(t("ring_running", n=len(ring_ids), slots=w_local + RING_CHUNK - 1)):
         ring = runtime.cached(ring_check.ring_matches_dense)(m.engine, ring_ids, RING_CHUNK)
-    page.checks(checks.page_checks(zero, par, ring, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t))
+    page.checks(checks.page_checks(zero, par, ring, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t)
+                + page.spec_checks(m, "window"))
 else:
-    page.checks(checks.page_checks(zero, par, None, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t))
+    page.checks(checks.page_checks(zero, par, None, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t)
+                + page.spec_checks(m, "window"))
 page.try_this()
 page.code(cp.visible, cp.kv_bytes, fact_distance.answer_prob, ring_check.ring_matches_dense)
 page.sources()

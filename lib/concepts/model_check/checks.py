@@ -37,15 +37,16 @@ def vocab_results(vc, t) -> list[CheckResult]:
     ]
 
 
-def config_results(spec, config: dict, t) -> list[CheckResult]:
-    """The spec's attention scale, per-layer RoPE bases and windows against the config's."""
+def config_results(spec, config: dict, t, which=("scale", "rope", "window")) -> list[CheckResult]:
+    """The spec's attention scale, per-layer RoPE bases and windows against the config's
+    (`which` of them, in that order)."""
     types = config["layer_types"]
     scale = float(config["query_pre_attn_scalar"]) ** -0.5
     thetas = tuple(float(config["rope_parameters"][k]["rope_theta"]) for k in types)
     windows = tuple(int(config["sliding_window"]) if k == "sliding_attention" else None for k in types)
     bad_theta = [l for l, (a, b) in enumerate(zip(spec.rope_thetas, thetas)) if a != b]
     bad_window = [l for l, (a, b) in enumerate(zip(spec.windows, windows)) if a != b]
-    return [
+    out = [
         CheckResult(t("check_cfg_scale"), abs(spec.attn_scale - scale) <= 1e-12 * scale,
                     t("check_cfg_scale_detail", a=spec.attn_scale, b=scale, q=config["query_pre_attn_scalar"]),
                     reference=t("ref_config")),
@@ -57,6 +58,7 @@ def config_results(spec, config: dict, t) -> list[CheckResult]:
                     t("check_cfg_window_detail", w=config["sliding_window"], bad=len(bad_window), L=len(types)),
                     reference=t("ref_config")),
     ]
+    return [r for name, r in zip(("scale", "rope", "window"), out) if name in which]
 
 
 def layers_result(lcs, t) -> CheckResult:
