@@ -9,6 +9,7 @@ run (another model gets no foundation checks, and the pages say so).
 Contracts (m is a LoadedModel; ids a 1-D LongTensor of the prompt's token ids):
 - `vocab_check(m, ids, k)` -> VocabCheck: the prompt's and the top tokens' embedding rows, and
   the top-k logits recomputed over the whole vocabulary from the `gguf` matrix.
+- `rows_max_diff(m, row_ids)` -> max |engine embedding row - `gguf` row| over those ids.
 - `layer_checks(m, ids, layers)` -> tuple[LayerCheck]: the engine's layer output against
   transformers' on the engine's own layer input.
 - `long_ids(m, n)` -> the first n tokens of the bundled long text (past the 512-token window).
@@ -52,14 +53,19 @@ def vocab_check(m, ids: torch.Tensor, k: int = 10) -> VocabCheck:
     engine_top = logits.topk(k).indices
     row_ids = torch.unique(torch.cat([ids[0], engine_top]))
     g = gguf_weights.bundled()
-    ref_rows = vocab_reference.embedding_rows(g, row_ids.numpy())                       # (n, D)
-    app_rows = eng.embed.embed(row_ids[None])[0].float().numpy()                        # (n, D)
     ref_ids, ref_val = vocab_reference.top_logits(g, h.float().numpy(), k)
-    return VocabCheck(row_ids=tuple(row_ids.tolist()), rows_max_diff=float(np.abs(app_rows - ref_rows).max()),
+    return VocabCheck(row_ids=tuple(row_ids.tolist()), rows_max_diff=rows_max_diff(m, row_ids),
                       engine_top=tuple(engine_top.tolist()), ref_top=tuple(int(i) for i in ref_ids),
                       logit_max_diff=float(np.abs(logits[torch.from_numpy(ref_ids)].double().numpy() - ref_val).max()),
                       ref_logits=tuple(float(v) for v in ref_val),
                       engine_logits=tuple(float(logits[i]) for i in ref_ids), vocab=int(logits.shape[0]))
+
+
+def rows_max_diff(m, row_ids: torch.Tensor) -> float:
+    """max |engine embedding row - `gguf` row| over the token ids `row_ids` (1-D); exact: 0."""
+    ref_rows = vocab_reference.embedding_rows(gguf_weights.bundled(), row_ids.numpy())  # (n, D)
+    app_rows = m.engine.embed.embed(row_ids[None])[0].float().numpy()                   # (n, D)
+    return float(np.abs(app_rows - ref_rows).max())
 
 
 def layer_checks(m, ids: torch.Tensor, layers) -> tuple[layer_reference.LayerCheck, ...]:
