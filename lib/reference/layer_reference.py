@@ -11,6 +11,8 @@ layer, on the same tokens: a wrong attention scale, RoPE base, QK-norm, norm off
 window in the engine shows as a difference.
 
 `layer_checks(engine, config, gguf, ids, layers)` -> one LayerCheck per layer; ids (T,) token ids.
+`hf_model(config, gguf)` -> the whole transformers `Gemma3ForCausalLM` (eager) the same way:
+config from the config dict, every weight from `gguf` (tests/model/test_parity_real.py).
 """
 from __future__ import annotations
 
@@ -69,6 +71,25 @@ def _hf_layer(gguf, config_items: tuple, layer: int):
              for sub, kind in _LAYER_TENSORS.items()}
     module.load_state_dict(state, strict=True)
     return module, Gemma3RotaryEmbedding(cfg), cfg
+
+
+def hf_model(config: dict, gguf):
+    """transformers' Gemma3ForCausalLM from the config dict, every weight dequantized from the
+    GGUF by `gguf` (embedding = tied LM head, final norm, each layer's tensors), eval, float32."""
+    from transformers import Gemma3ForCausalLM
+
+    cfg = text_config(config)
+    model = Gemma3ForCausalLM(cfg).eval()
+    state = {"model.embed_tokens.weight": torch.from_numpy(gguf.tensor("token_embd.weight")),
+             "model.norm.weight": torch.from_numpy(gguf.hf_tensor("output_norm.weight"))}
+    for layer in range(cfg.num_hidden_layers):
+        state |= {f"model.layers.{layer}.{sub}.weight": torch.from_numpy(gguf.hf_tensor(f"blk.{layer}.{kind}.weight"))
+                  for sub, kind in _LAYER_TENSORS.items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or set(missing) - {"lm_head.weight"}:
+        raise ValueError(f"GGUF -> transformers: missing {missing}, unexpected {unexpected}")
+    model.tie_weights()
+    return model
 
 
 def _hashable(config: dict) -> tuple:
