@@ -10,7 +10,7 @@ Contracts (m is a LoadedModel; ids a 1-D LongTensor of the prompt's token ids):
 - `vocab_check(m, ids, k)` -> VocabCheck: the prompt's and the top tokens' embedding rows, and
   the top-k logits recomputed over the whole vocabulary from the `gguf` matrix.
 - `rows_max_diff(m, row_ids)` -> max |engine embedding row - `gguf` row| over those ids.
-- `layer_checks(m, ids, layers)` -> tuple[LayerCheck]: the engine's layer output against
+- `layer_checks(m, ids, layers)` -> tuple[LayerCheck] (ids: tensor or list): the engine's layer output against
   transformers' on the engine's own layer input.
 - `long_ids(m, n)` -> the first n tokens of the bundled long text (past the 512-token window).
 Pure functions of their inputs: pages run them through runtime.cached.
@@ -69,7 +69,8 @@ def rows_max_diff(m, row_ids: torch.Tensor) -> float:
 
 
 def layer_checks(m, ids: torch.Tensor, layers) -> tuple[layer_reference.LayerCheck, ...]:
-    return layer_reference.layer_checks(m.engine, m.config, gguf_weights.bundled(), ids.reshape(-1), tuple(layers))
+    return layer_reference.layer_checks(m.engine, m.config, gguf_weights.bundled(),
+                                         torch.as_tensor(ids).reshape(-1), tuple(layers))
 
 
 def long_ids(m, n: int = LONG_TOKENS) -> torch.Tensor:
