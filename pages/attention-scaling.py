@@ -118,7 +118,7 @@ if page.predict("next", t("q_next", s=scale, s0=spec.attn_scale, tok=top1_text[i
                  tok0=top1_text[i_model], p0=sw.top1_probs[i_model], kl=sw.kl_from_model[i_chosen]))
 
 page.notice()
-page.checks(results)
+page.checks(results + page.spec_checks(m, "scale"))
 page.try_this()
 page.code(scaling.layer_scores, scaling.scaled_probs, scaling.rescale_hook, scaling.order_inversions,
           scaling.random_dot_variance)

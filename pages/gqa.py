@@ -84,7 +84,7 @@ st.dataframe({t("col_layout"): [r[0] for r in measured.rows], t("col_kv"): [r[1]
              hide_index=True, width="stretch")
 
 page.notice()
-page.checks(results)
+page.checks(results + page.spec_checks(m, "scale"))
 page.try_this()
 page.code(gqa.gqa_attention, gqa.mha_attention, gqa.repeat_kv, gqa.kv_cache_bytes, gqa.allocated_kv_bytes)
 page.sources()

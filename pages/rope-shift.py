@@ -118,7 +118,7 @@ page.notice()
 
 # ---- live checks ------------------------------------------------------------------------------------------
 jerr = rope_shift.joint_shift_error(raw, checks.CHECK_DELTAS)
-page.checks(checks.page_checks(jerr, out, hf_err, base_logits, layer, t))
+page.checks(checks.page_checks(jerr, out, hf_err, base_logits, layer, t) + page.spec_checks(m, "rope"))
 page.try_this()
 page.code(rope_shift.moved_cache, rope_shift.shift_outcome, rope_shift.raw_qk, rope_shift.score_at)
 page.sources()

@@ -10,6 +10,7 @@ from lib.concepts.sliding_window import fact_distance
 from lib.concepts.cache_policies import policy_checks
 from lib.ui import runtime
 from lib.concepts.sliding_window import checks, ring_check
+from lib.concepts.model_check import foundation
 from lib.model.long_text import long_text
 from lib.concepts.sliding_window import figures as plots
 from lib.ui.page import ConceptPage
@@ -135,9 +136,15 @@ if w_local:
     ring_ids = (probe.fact_ids + probe.filler_ids)[:w_local + RING_CHUNK]
     with st.spinner(t("ring_running", n=len(ring_ids), slots=w_local + RING_CHUNK - 1)):
         ring = runtime.cached(ring_check.ring_matches_dense)(m.engine, ring_ids, RING_CHUNK)
-    page.checks(checks.page_checks(zero, par, ring, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t))
+    layer_ref = None
+    if foundation.available(m):      # the first local layer on those tokens against transformers'
+        first_local = foundation.global_and_local(m.config)[1]
+        layer_ref = runtime.cached(foundation.layer_checks)(m, ring_ids, (first_local,))[0]
+    page.checks(checks.page_checks(zero, par, ring, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t, layer_ref)
+                + page.spec_checks(m, "window"))
 else:
-    page.checks(checks.page_checks(zero, par, None, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t))
+    page.checks(checks.page_checks(zero, par, None, fit, W, PARITY_WINDOW, PARITY_TOKENS, spec, bpe, t)
+                + page.spec_checks(m, "window"))
 page.try_this()
 page.code(cp.visible, cp.kv_bytes, fact_distance.answer_prob, ring_check.ring_matches_dense)
 page.sources()

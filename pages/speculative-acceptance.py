@@ -6,7 +6,7 @@ startup.once()  # first of all: a page's first visit to a fresh server can run t
 import streamlit as st
 
 from lib.concepts.speculative import figures as plots
-from lib.concepts.speculative import speculative, speculative_decode
+from lib.concepts.speculative import speculative, speculative_decode, step_fit
 from lib.concepts.speculative.drafts import early_exit_distributions
 from lib.concepts.speculative_acceptance import checks
 from lib.decoding import generate
@@ -52,7 +52,9 @@ with st.spinner(t("mc_running", n=n_trials)):
 with st.spinner(t("running")):
     g_run = runtime.cached(speculative_decode.early_exit_greedy)(m.engine, prompt.ids, k, gamma, GREEDY_CHECK_TOKENS)
     plain = runtime.cached(generate.greedy)(m.engine, prompt.ids, len(g_run.new_ids)).new_ids
-results = checks.page_checks(checks.AcceptanceInputs(p, q, exact, broken, g_run.new_ids, plain, g_run.target_calls), t)
+    steps = runtime.cached(step_fit.step_fits)(p, q)
+results = checks.page_checks(checks.AcceptanceInputs(p, q, exact, broken, g_run.new_ids, plain, g_run.target_calls,
+                                                     steps), t)
 b = speculative.breakdown(p, q, TOP)
 tokens = token_texts(m.tokenizer, b.token_ids) + [t("rest")]
 

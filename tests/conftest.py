@@ -55,12 +55,14 @@ def real_folder():
 
 
 @pytest.fixture(scope="session")
-def real_hf(real_folder):
-    """The bundled model through stock transformers (eager attention): the reference."""
-    from transformers import AutoModelForCausalLM
+def real_hf(real_model):
+    """The bundled model through stock transformers (eager attention): the reference. Its
+    config is the model's config; its weights are dequantized from the GGUF by `gguf`
+    (lib/reference/gguf_weights.py), never read through the app's own writer (weights_stream
+    writes the folder's safetensors with the app's Q8_0 reader): issue 32."""
+    from lib.reference import gguf_weights, layer_reference
 
-    return AutoModelForCausalLM.from_pretrained(real_folder, dtype=torch.float32,
-                                                attn_implementation="eager").eval()
+    return layer_reference.hf_model(real_model.config, gguf_weights.bundled())
 
 
 @pytest.fixture(scope="session")

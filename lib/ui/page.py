@@ -235,11 +235,23 @@ class ConceptPage:
                        + (" " + self.c("checks_consistency", n=n_cons) if n_cons else ""))
             return
         st.caption(self.c("check_caption"))
+        if self.slug != "model-check":
+            st.caption(self.c("model_check_link"))
         for r in results:
             icon, word = ICONS[r.verdict], self.c(r.verdict)
             ref = self.c("compared_against", ref=r.reference or self.c("reference_missing"))
             kind = self.c("kind_consistency") if r.kind == CONSISTENCY else self.c("kind_proof")
             st.markdown(f"{icon} **{word}** — {r.name}  \n`{r.detail}`  \n🔎 *{ref}* · {kind}")
+
+    def spec_checks(self, m, *which: str) -> list[CheckResult]:
+        """The spec's values this page's engine runs on, against the model's config (read from
+        the config, not the spec; lib/concepts/model_check/checks.config_results): `which` of
+        "scale", "rope", "window". [] for a model whose config lacks Gemma 3's fields."""
+        from lib.concepts.model_check.checks import config_results
+
+        if not {"layer_types", "rope_parameters", "query_pre_attn_scalar"} <= set(m.config):
+            return []
+        return config_results(m.spec, m.config, texts("model-check"), which)
 
     def try_this(self) -> None:
         self.section("try_this")

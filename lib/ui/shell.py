@@ -12,7 +12,7 @@ from lib.ui import live_class, live_room, present, responsive
 
 LANG_NAMES = {"en": "English", "id": "Bahasa Indonesia"}
 # Teaching pages (not concepts): lessons, the life of a token, the glossary (issue 14).
-TEACHING_PAGES = (("lessons", "🎓"), ("life-of-a-token", "🧬"), ("glossary", "📖"))
+TEACHING_PAGES = (("lessons", "🎓"), ("life-of-a-token", "🧬"), ("glossary", "📖"), ("model-check", "🔬"))
 PRESETS = ("preset_capital", "preset_story", "preset_code", "preset_id", "preset_list")
 
 

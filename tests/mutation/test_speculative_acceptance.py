@@ -7,6 +7,7 @@ import torch
 
 from lib.concepts.speculative import speculative as S
 from lib.concepts.speculative import speculative_decode as D
+from lib.concepts.speculative import step_fit
 from lib.concepts.speculative.drafts import early_exit_distributions
 from lib.concepts.speculative_acceptance import checks
 from lib.decoding.generate import greedy
@@ -33,7 +34,7 @@ def page_results(setup, wrong="target"):
     spec = D.early_exit_greedy(m.engine, ids, K, GAMMA, N_GREEDY)
     plain = greedy(m.engine, ids, len(spec.new_ids)).new_ids
     inputs = checks.AcceptanceInputs(p, q, S.monte_carlo(p, q, N, SEED, "residual"), S.monte_carlo(p, q, N, SEED, wrong),
-                                     spec.new_ids, plain, spec.target_calls)
+                                     spec.new_ids, plain, spec.target_calls, step_fit.step_fits(p, q))
     return checks.page_checks(inputs, key)
 
 
@@ -60,3 +61,23 @@ def test_accept_only_when_target_prefers_the_token(setup, monkeypatch):
     """A 'greedy-style' shortcut: accept iff p(x) >= q(x), never with probability p/q."""
     monkeypatch.setattr(S, "acceptance_ratio", lambda p_x, q_x: (p_x.double() >= q_x.double()).double())
     assert {"check_exact", "check_rate"} & set(failed(page_results(setup)))
+
+
+def test_bonus_token_taken_as_the_argmax(setup, monkeypatch):
+    """SpeculativeDecoder.step drawing its bonus token (all drafts accepted) as the argmax of
+    p instead of a sample: the rule's Monte Carlo cannot see it, the step's own χ² can."""
+    from lib.decoding import vocab_max
+
+    monkeypatch.setattr(D, "sample_next", lambda probs, gen, kept_count=None: vocab_max.argmax(probs))
+    assert failed(page_results(setup)) == ["check_step_bonus"]
+
+
+def test_step_keeps_the_draft_token_after_a_rejection(setup, monkeypatch):
+    """SpeculativeDecoder.step emitting the rejected draft token instead of the residual's draw."""
+    real = D.accept_or_resample
+
+    def keep_draft(p, q, x, gen, correction="residual"):
+        v = real(p, q, x, gen, correction)
+        return S.Verdict(v.accepted, torch.as_tensor([int(x)]) if not bool(v.accepted[0]) else v.out, v.u, v.ratio)
+    monkeypatch.setattr(D, "accept_or_resample", keep_draft)
+    assert "check_step_first" in failed(page_results(setup))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.concepts.check_result import CheckResult
+from lib.concepts.check_result import CONSISTENCY, CheckResult
 from lib.concepts.gqa.gqa import CacheBytesCheck, HeadMaps
 
 HF_TOL = 1e-6            # max |gqa_attention - transformers eager| on head outputs (fp32)
@@ -28,12 +28,12 @@ def page_checks(hm: HeadMaps, measured: CacheBytesCheck, n_heads: int, n_kv_head
         CheckResult(t("check_equal", l=hm.layer),
                     hm.gqa_vs_mha_exact and hm.hf_diff <= HF_TOL and hm.engine_diff <= ENGINE_TOL,
                     t("check_equal_detail", exact=t("yes") if hm.gqa_vs_mha_exact else t("no"), hf=hm.hf_diff,
-                      d=hm.engine_diff, tol=HF_TOL)),
+                      d=hm.engine_diff, tol=HF_TOL), reference=t("ref_equal")),
         CheckResult(t("check_differ"), bool(off.max() > DIFFER_MIN_TV),
-                    t("check_differ_detail", lo=float(off.min()), hi=float(off.max()), tol=DIFFER_MIN_TV)),
+                    t("check_differ_detail", lo=float(off.min()), hi=float(off.max()), tol=DIFFER_MIN_TV), reference=t("ref_differ")),
         CheckResult(t("check_bytes"), bytes_ok,
                     t("check_bytes_detail", T=measured.tokens,
-                      rows="; ".join(t("bytes_row", name=r[0], f=r[2], a=r[3]) for r in measured.rows))),
+                      rows="; ".join(t("bytes_row", name=r[0], f=r[2], a=r[3]) for r in measured.rows)), reference=t("ref_bytes")),
         CheckResult(t("check_ratio", G=n_heads // n_kv_heads), ratio == n_heads / n_kv_heads,
-                    t("check_ratio_detail", a=real[mha[0]], b=real[own[0]], r=ratio)),
+                    t("check_ratio_detail", a=real[mha[0]], b=real[own[0]], r=ratio), reference=t("ref_ratio"), kind=CONSISTENCY),
     ]

@@ -62,26 +62,26 @@ def page_checks(inp: CheckInputs, target_text: str, t) -> list[CheckResult]:
     ban = inp.b == -math.inf
     if ban:
         odds = CheckResult(t("check_odds_ban", tok=target_text), r.target_err == 0 and r.p_after == 0,
-                           t("check_odds_ban_detail", p0=r.p_before, p1=r.p_after, n=r.n_pairs, m=r.target_err))
+                           t("check_odds_ban_detail", p0=r.p_before, p1=r.p_after, n=r.n_pairs, m=r.target_err), reference=t("ref_odds"))
     else:
         odds = CheckResult(t("check_odds", tok=target_text), r.target_err <= tol,
                            t("check_odds_detail", m=r.measured, pred=r.predicted, e=r.effective, n=r.n_pairs,
-                             err=r.target_err, tol=tol))
+                             err=r.target_err, tol=tol), reference=t("ref_odds"))
     checks = [
         odds,
         CheckResult(t("check_others", n=r.n_pairs), r.others_err <= tol,
-                    t("check_others_detail", err=r.others_err, tol=tol)),
+                    t("check_others_detail", err=r.others_err, tol=tol), reference=t("ref_odds")),
     ]
     if not ban:
         checks.append(CheckResult(t("check_order_t"), r2.target_err <= tol and r.target_err <= tol,
                                   t("check_order_t_detail", T=inp.temperature, a=r.effective, b=r2.effective,
-                                    ma=math.log(r.measured), mb=math.log(r2.measured), tol=tol)))
+                                    ma=math.log(r.measured), mb=math.log(r2.measured), tol=tol), reference=t("ref_odds")))
     checks.append(CheckResult(t("check_hf"), inp.hf_single <= HF_TOL and inp.hf_all <= HF_TOL,
-                              t("check_hf_detail", n=inp.n_single, d=inp.hf_single, m=inp.n_entries, d2=inp.hf_all)))
+                              t("check_hf_detail", n=inp.n_single, d=inp.hf_single, m=inp.n_entries, d2=inp.hf_all), reference=t("ref_hf")))
     if inp.chain is not None:
         checks.append(CheckResult(t("check_chain"), inp.chain <= CHAIN_TOL,
-                                  t("check_chain_detail", d=inp.chain, T=inp.temperature, p=inp.top_p, tol=CHAIN_TOL)))
+                                  t("check_chain_detail", d=inp.chain, T=inp.temperature, p=inp.top_p, tol=CHAIN_TOL), reference=t("ref_chain")))
     if ban:
         checks.append(CheckResult(t("check_ban", n=inp.n_generated), inp.hits == 0,
-                                  t("check_ban_detail", k=inp.banned, hits=inp.hits)))
+                                  t("check_ban_detail", k=inp.banned, hits=inp.hits), reference=t("ref_ban")))
     return checks

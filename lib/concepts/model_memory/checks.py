@@ -43,10 +43,10 @@ def page_checks(spec, m: Measured, t) -> list[CheckResult]:
     worst = max(bad, key=lambda r: abs(r[1] - (r[2] if r[2] is not None else -1e9)))
     out.append(CheckResult(t("check_bpw", n=len(bad)),
                            all(c is not None and abs(f - c) <= BPW_TOL for _, f, c in bad),
-                           t("check_bpw_detail", kind=worst[0], file=worst[1], calc=worst[2] if worst[2] is not None else float("nan"))))
+                           t("check_bpw_detail", kind=worst[0], file=worst[1], calc=worst[2] if worst[2] is not None else float("nan")), reference=t("ref_bpw")))
     q8 = q8_file_bytes(spec, m.gguf)
     out.append(CheckResult(t("check_ollama", ollama=OLLAMA_MB), abs(q8 / 1e6 - OLLAMA_MB) <= OLLAMA_TOL * OLLAMA_MB,
-                           t("check_ollama_detail", calc=q8 / 1e6, ollama=OLLAMA_MB, e=abs(q8 / 1e6 - OLLAMA_MB) / OLLAMA_MB)))
+                           t("check_ollama_detail", calc=q8 / 1e6, ollama=OLLAMA_MB, e=abs(q8 / 1e6 - OLLAMA_MB) / OLLAMA_MB), reference=t("ref_ollama")))
     n_params, n_gguf = ma.parameter_count(spec), sum(v["params"] for v in m.gguf["by_type"].values())
     if m.weights is not None:
         w = m.weights.steps["weights"]
@@ -55,22 +55,22 @@ def page_checks(spec, m: Measured, t) -> list[CheckResult]:
         e32, e16 = abs(w["float32"] - p32) / p32, abs(w["bfloat16"] - p16) / p16
         out.append(CheckResult(t("check_weights"), e32 <= WEIGHTS_TOL and e16 <= WEIGHTS_TOL,
                                t("check_weights_detail", p32=p32 / 1e6, m32=w["float32"] / 1e6, e32=e32,
-                                 p16=p16 / 1e6, m16=w["bfloat16"] / 1e6, e16=e16)))
+                                 p16=p16 / 1e6, m16=w["bfloat16"] / 1e6, e16=e16), reference=t("ref_weights")))
         out.append(CheckResult(t("check_params"), n_params == n_gguf == loaded,
-                               t("check_params_detail", n=n_params, g=n_gguf, e=loaded)))
+                               t("check_params_detail", n=n_params, g=n_gguf, e=loaded), reference=t("ref_params")))
     else:
-        out.append(CheckResult(t("check_params_file"), n_params == n_gguf, t("check_params_file_detail", n=n_params, g=n_gguf)))
+        out.append(CheckResult(t("check_params_file"), n_params == n_gguf, t("check_params_file_detail", n=n_params, g=n_gguf), reference=t("ref_params")))
     if m.kv is not None:
         kv = ma.compare_kv(spec, m.kv)
         worst_kv = max(kv, key=lambda c: c.rel_error)
         _, kind, n_tok = worst_kv.name.split("_")      # the probe's step name: kv_<full|window>_<tokens>
         out.append(CheckResult(t("check_kv", n=len(kv)), all(c.rel_error <= TOL for c in kv),
                                t("check_kv_detail", name=t(f"kv_case_{kind}", n=int(n_tok)), p=worst_kv.predicted / 1e6,
-                                 m=worst_kv.measured / 1e6, e=worst_kv.rel_error)))
+                                 m=worst_kv.measured / 1e6, e=worst_kv.rel_error), reference=t("ref_measured")))
     c = ma.compare_prefill(spec, m.prefill) if m.prefill is not None else None
     if c is not None:
         pre = m.prefill.steps["prefill"]
         out.append(CheckResult(t("check_prefill", B=pre["batch"], T=pre["tokens"]), c.within(TOL, ma.PREFILL_FLOOR),
                                t("check_prefill_detail", p=c.predicted / 1e6, m=c.measured / 1e6, e=c.rel_error,
-                                 floor=ma.PREFILL_FLOOR / 1e6)))
+                                 floor=ma.PREFILL_FLOOR / 1e6), reference=t("ref_measured")))
     return out

@@ -6,7 +6,7 @@ against the masked one, and the measured time of the same real tokens in a large
 lookup (tests may pass a stub that returns the key)."""
 from __future__ import annotations
 
-from lib.concepts.check_result import CheckResult
+from lib.concepts.check_result import CONSISTENCY, CheckResult
 from lib.concepts.padding_mask.padding import MaskComparison, Timings, time_ratio
 
 EQUAL_TOL = 1e-3          # max |Δ hidden| and |Δ logit| accepted as float rounding
@@ -29,19 +29,19 @@ def page_checks(cmp: MaskComparison, tm: Timings, lengths: tuple[int, ...], t) -
     padded = min(lengths) < max(lengths)
     if padded:
         nomask = CheckResult(t("check_nomask"), left_nomask.max_hidden_diff > NOMASK_MIN_DIFF,
-                             t("check_nomask_detail", h=left_nomask.max_hidden_diff, tol=NOMASK_MIN_DIFF))
+                             t("check_nomask_detail", h=left_nomask.max_hidden_diff, tol=NOMASK_MIN_DIFF), reference=t("ref_nomask"), kind=CONSISTENCY)
     else:   # equal lengths: there is no padding the mask could hide, so both runs must agree
         nomask = CheckResult(t("check_nopad"), left_nomask.max_hidden_diff <= EQUAL_TOL,
-                             t("check_nopad_detail", h=left_nomask.max_hidden_diff, tol=EQUAL_TOL))
+                             t("check_nopad_detail", h=left_nomask.max_hidden_diff, tol=EQUAL_TOL), reference=t("ref_nomask"), kind=CONSISTENCY)
     tr, pr = time_ratio(tm)
     return [
         CheckResult(t("check_equal", B=B),
                     worst_h <= EQUAL_TOL and worst_l <= EQUAL_TOL and all(v.top1_changed == 0 for v in masked),
-                    t("check_equal_detail", h=worst_h, l=worst_l, tol=EQUAL_TOL)),
+                    t("check_equal_detail", h=worst_h, l=worst_l, tol=EQUAL_TOL), reference=t("ref_equal"), kind=CONSISTENCY),
         CheckResult(t("check_packed"), cmp.packed_hidden_diff <= EQUAL_TOL and cmp.packed_logit_diff <= EQUAL_TOL,
-                    t("check_packed_detail", h=cmp.packed_hidden_diff, l=cmp.packed_logit_diff, tol=EQUAL_TOL)),
+                    t("check_packed_detail", h=cmp.packed_hidden_diff, l=cmp.packed_logit_diff, tol=EQUAL_TOL), reference=t("ref_packed"), kind=CONSISTENCY),
         nomask,
         CheckResult(t("check_time"), tr > TIME_MIN_RATIO,
                     t("check_time_detail", tr=tr, pr=pr, n=sum(lengths), r=tm.repeats, load=tm.load_avg,
-                      min=TIME_MIN_RATIO)),
+                      min=TIME_MIN_RATIO), reference=t("ref_time")),
     ]

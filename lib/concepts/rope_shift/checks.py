@@ -8,7 +8,7 @@
 `t(key, **fmt)` is the page's text lookup (tests may pass a stub)."""
 from __future__ import annotations
 
-from lib.concepts.check_result import CheckResult
+from lib.concepts.check_result import CONSISTENCY, CheckResult
 from lib.concepts.rope_shift.rope_shift import ShiftOutcome
 
 CHECK_DELTAS = (1, 7, 100, 1000, 4096)   # shifts the joint-invariance check tries
@@ -35,13 +35,13 @@ def page_checks(jerr: float, out: ShiftOutcome, hf_err: tuple[float, float], bas
     diffs = logit_diffs(out)
     return [
         CheckResult(t("check_joint", l=layer, n=len(CHECK_DELTAS), hi=CHECK_DELTAS[-1]), jerr <= JOINT_TOL,
-                    t("check_joint_detail", e=jerr, tol=JOINT_TOL)),
+                    t("check_joint_detail", e=jerr, tol=JOINT_TOL), reference=t("ref_joint")),
         CheckResult(t("check_rerot", d=d), krel <= KEY_REL_TOL,
                     t("check_rerot_detail", e=out.key_error["rerotated"], r=krel, tol=KEY_REL_TOL,
-                      e2=out.key_error["relabelled"])),
-        CheckResult(t("check_hf", d=d), hrel <= HF_REL_TOL, t("check_hf_detail", e=hf_err[0], r=hrel, tol=HF_REL_TOL)),
+                      e2=out.key_error["relabelled"]), reference=t("ref_rerot"), kind=CONSISTENCY),
+        CheckResult(t("check_hf", d=d), hrel <= HF_REL_TOL, t("check_hf_detail", e=hf_err[0], r=hrel, tol=HF_REL_TOL), reference=t("ref_hf")),
         CheckResult(t("check_relabel", d=d), diffs["relabelled"] > RELABEL_MIN and diffs["rerotated"] < REROT_MAX,
                     t("check_relabel_detail", dl=diffs["relabelled"], dr=diffs["rerotated"], lo=RELABEL_MIN,
-                      hi=REROT_MAX)),
-        CheckResult(t("check_model", d=d), base_diff < MODEL_TOL, t("check_model_detail", e=base_diff, tol=MODEL_TOL)),
+                      hi=REROT_MAX), reference=t("ref_relabel"), kind=CONSISTENCY),
+        CheckResult(t("check_model", d=d), base_diff < MODEL_TOL, t("check_model_detail", e=base_diff, tol=MODEL_TOL), reference=t("ref_model"), kind=CONSISTENCY),
     ]

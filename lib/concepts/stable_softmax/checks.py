@@ -30,15 +30,15 @@ def page_checks(reports: dict[str, ss.SoftmaxReport], dtype: str, sweep: ss.Offs
     lse_tol = tol * max(1.0, abs(r.lse_torch))
     return [
         CheckResult(t("check_torch", d=dtype), r.stable_vs_torch <= tol,
-                    t("check_torch_detail", d=r.stable_vs_torch, tol=tol, e=r.stable_vs_exact)),
+                    t("check_torch_detail", d=r.stable_vs_torch, tol=tol, e=r.stable_vs_exact), reference=t("ref_torch")),
         CheckResult(t("check_inf"), inf_bad == 0,
                     t("check_inf_detail", inf=r.exp_inf, pinf=r.exp_inf_predicted, z=r.exp_zero,
-                      pz=r.exp_zero_predicted, d=dtype, bad=inf_bad)),
-        CheckResult(t("check_status", n=n_points), status_bad == 0, t("check_status_detail", bad=status_bad)),
-        CheckResult(t("check_stable", n=n_points), stable_bad == 0, t("check_stable_detail", bad=stable_bad)),
+                      pz=r.exp_zero_predicted, d=dtype, bad=inf_bad), reference=t("ref_inf")),
+        CheckResult(t("check_status", n=n_points), status_bad == 0, t("check_status_detail", bad=status_bad), reference=t("ref_inf")),
+        CheckResult(t("check_stable", n=n_points), stable_bad == 0, t("check_stable_detail", bad=stable_bad), reference=t("ref_stable")),
         CheckResult(t("check_shift", d=dtype), shift.excess <= SHIFT_EPS[dtype],
                     t("check_shift_detail", d=shift.max_diff, delta=shift.delta, x=shift.excess,
-                      tol=SHIFT_EPS[dtype])),
+                      tol=SHIFT_EPS[dtype]), reference=t("ref_shift")),
         CheckResult(t("check_lse", d=dtype), abs(r.lse_stable - r.lse_torch) <= lse_tol,
-                    t("check_lse_detail", a=r.lse_stable, b=r.lse_torch, n=r.lse_naive, tol=lse_tol)),
+                    t("check_lse_detail", a=r.lse_stable, b=r.lse_torch, n=r.lse_naive, tol=lse_tol), reference=t("ref_lse")),
     ]

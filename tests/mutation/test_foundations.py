@@ -1,0 +1,148 @@
+"""Mutation tests for the shared foundations (issue 32): a plausible bug planted in the engine,
+the Q8_0 vocabulary, RoPE, the spec, the dense KV cache or the batching scheduler must turn a
+live check red — the model-check panel's (lib/concepts/model_check/checks.py: the engine's
+layers against transformers' `Gemma3DecoderLayer`, the vocabulary against `gguf`, the spec
+against the config; shown on every page through its link) or, for the spec, also the config
+line that attention-scaling, gqa, rope-shift and sliding-window show (`page.spec_checks`).
+
+Real model: these bugs only show on real weights. Fast: the check functions only (no page
+render), a 13-token prompt, the layers each bug reaches (the recording forward stops after the
+last one), and the 600-token prompt only through layer 0 for the window bugs (~25 s in all on an idle machine)."""
+import copy
+from dataclasses import replace
+
+import pytest
+import torch
+
+from lib.concepts.model_check import checks, foundation
+from lib.core import engine as engine_mod
+from lib.core import rope
+from lib.core.cache.dense import KVCache
+from lib.core.vocab_matrix import Q8VocabMatrix
+from lib.decoding import batching
+
+pytestmark = pytest.mark.real_model
+PROMPT = "The capital of France is Paris, and the capital of Japan is"
+LAYERS = (0, 5)          # a local (sliding) and the first global layer of Gemma 3 270M
+
+
+def key(text_key, /, **_):
+    return text_key
+
+
+@pytest.fixture(scope="module")
+def m(real_model):
+    if not foundation.available(real_model):
+        pytest.skip("the foundation references need the bundled GGUF")
+    assert real_model.config["layer_types"][5] == "full_attention"
+    return real_model
+
+
+def ids_of(m):
+    return torch.tensor(m.tokenizer(PROMPT).input_ids)
+
+
+def layers_red(m, ids=None, layers=LAYERS, engine=None) -> list[int]:
+    lcs = foundation.layer_reference.layer_checks(engine or m.engine, m.config, foundation.gguf_weights.bundled(),
+                                                  ids_of(m) if ids is None else ids, layers)
+    return [lc.layer for lc in lcs if not checks.layer_result(lc, key).passed]
+
+
+def long_ids(m):
+    return foundation.long_ids(m)          # 600 tokens: past the 512-token window
+
+
+def engine_with_spec(m, spec):
+    """The engine as Engine(spec, weights) builds it for another spec (same weight tensors)."""
+    e = copy.copy(m.engine)
+    e.spec = spec
+    e.inv_freq = [rope.inv_frequencies(spec.head_dim, th) for th in spec.rope_thetas]
+    return e
+
+
+def test_all_green_without_a_bug(m):
+    assert layers_red(m) == []
+    assert layers_red(m, long_ids(m), (0,)) == []
+    assert foundation.rows_max_diff(m, ids_of(m)) <= checks.ROWS_TOL
+    assert all(r.passed for r in checks.config_results(m.spec, m.config, key))
+
+
+# ---- lib/core/engine.py ---------------------------------------------------------------------
+def test_engine_window_one_key_too_small_shows_only_past_the_window(m, monkeypatch):
+    real = engine_mod.attention_mask
+    monkeypatch.setattr(engine_mod, "attention_mask", lambda q, k, w: real(q, k, w - 1 if w else w))
+    assert layers_red(m) == []                        # a 13-token prompt cannot see it ...
+    assert layers_red(m, long_ids(m), (0,)) == [0]    # ... the model check's 600-token prompt does
+
+
+def test_engine_norm_forgets_gemmas_plus_one(m, monkeypatch):
+    real = engine_mod.rms_norm
+    monkeypatch.setattr(engine_mod, "rms_norm", lambda x, w, eps, off, dtype=None: real(x, w, eps, 0.0, dtype))
+    assert layers_red(m) == list(LAYERS)
+
+
+# ---- lib/core/vocab_matrix.py ---------------------------------------------------------------
+def test_q8_groups_read_with_the_previous_groups_scale(m, monkeypatch):
+    E = m.engine.embed
+    assert isinstance(E, Q8VocabMatrix)
+    shifted = torch.roll(E.scales, 1, dims=1)                 # group j scaled by group j-1's scale
+    monkeypatch.setattr(E, "scales", shifted)
+    # the model check's rows line (its top-logits line reads the same rows through the LM head;
+    # the whole-vocabulary float64 product behind it costs ~2 s, so it is not rerun here)
+    assert foundation.rows_max_diff(m, ids_of(m)) > checks.ROWS_TOL
+
+
+# ---- lib/core/rope.py -----------------------------------------------------------------------
+def test_rope_rotate_half_with_the_sign_on_the_wrong_half(m, monkeypatch):
+    def wrong(x):
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat((x2, -x1), dim=-1)
+    monkeypatch.setattr(rope, "rotate_half", wrong)
+    assert layers_red(m) == list(LAYERS)
+
+
+# ---- lib/core/spec.py -----------------------------------------------------------------------
+def test_spec_attn_scale_without_its_square_root(m):
+    bad = replace(m.spec, attn_scale=1.0 / m.config["query_pre_attn_scalar"])
+    assert [r.passed for r in checks.config_results(bad, m.config, key, ("scale",))] == [False]
+    assert layers_red(m, engine=engine_with_spec(m, bad)) == list(LAYERS)
+
+
+def test_spec_local_and_global_rope_bases_swapped(m):
+    lo, hi = min(m.spec.rope_thetas), max(m.spec.rope_thetas)
+    bad = replace(m.spec, rope_thetas=tuple(lo if th == hi else hi for th in m.spec.rope_thetas))
+    assert [r.passed for r in checks.config_results(bad, m.config, key, ("rope",))] == [False]
+    assert layers_red(m, engine=engine_with_spec(m, bad)) == list(LAYERS)
+
+
+def test_spec_window_one_too_small(m):
+    bad = replace(m.spec, windows=tuple(w - 1 if w else w for w in m.spec.windows))
+    assert [r.passed for r in checks.config_results(bad, m.config, key, ("window",))] == [False]
+    assert layers_red(m, long_ids(m), (0,), engine=engine_with_spec(m, bad)) == [0]
+
+
+# ---- lib/core/cache/dense.py ----------------------------------------------------------------
+def test_dense_cache_stores_positions_one_early(m, monkeypatch):
+    real = KVCache.append
+    monkeypatch.setattr(KVCache, "append", lambda self, l, k, v, pos: real(self, l, k, v, pos - 1))
+    assert layers_red(m) == list(LAYERS)            # each token sees the next one: the future leaks
+
+
+# ---- lib/decoding/batching.py ---------------------------------------------------------------
+def test_batched_rows_read_at_the_padded_end(m, monkeypatch):
+    """Batching runs only when several sessions decode at once, so no page panel sees it: the
+    reference is each request's logits from the engine's own forward alone (a consistency check
+    of the scheduler against the engine, which the model check above proves against transformers)."""
+    def bad(engine, requests):
+        T = max(r[0].shape[1] for r in requests)
+        fixed = [(torch.nn.functional.pad(r[0], (0, T - r[0].shape[1])), r[1]) for r in requests]
+        return real(engine, fixed)                  # the short prompt's row read at the padded end
+    real = batching.batched_forward
+    e, short, long = m.engine, ids_of(m)[None, :5], ids_of(m)[None]
+
+    def mismatch(fn):
+        got = fn(e, [(short, e.new_cache()), (long, e.new_cache())])
+        alone = [batching.alone_forward(e, x, e.new_cache()) for x in (short, long)]
+        return max(float((g - a).abs().max()) for g, a in zip(got, alone))
+    assert mismatch(real) < 1e-3
+    assert mismatch(bad) > 1.0
