@@ -56,14 +56,14 @@ def page_checks(acts: torch.Tensor, bits: int, group: int, sqnr: dict, clip_at: 
         CheckResult(t("check_scale", bits=bits), s_err <= SCALE_RTOL and c_err <= SCALE_RTOL and
                     min(agree_t, agree_c) >= AGREE_MIN,
                     t("check_scale_detail", s=float(q_t.scale.flatten()[0]), m=float(np.abs(a64).max()), q=qmax,
-                      e=s_err, c=c_err, at=100 * agree_t, ac=100 * agree_c, tol=SCALE_RTOL)),
+                      e=s_err, c=c_err, at=100 * agree_t, ac=100 * agree_c, tol=SCALE_RTOL), reference=t("ref_scale")),
         CheckResult(t("check_finer", bits=bits), finer,
                     t("check_finer_detail", t=sqnr["tensor"], k=sqnr["token"], c=sqnr["channel"], g=sqnr["group"],
-                      gs=group)),
+                      gs=group), reference=t("ref_finer")),
         CheckResult(t("check_bound"), half <= HALF_STEP_TOL,
                     t("check_bound_detail", r=half, e=float((acts - q_t.dequant).abs().max()),
-                      h=float(q_t.scale.flatten()[0]) / 2)),
+                      h=float(q_t.scale.flatten()[0]) / 2), reference=t("ref_bound")),
         CheckResult(t("check_clip"), clip_ok,
                     t("check_clip_detail", thr=clip_at, n=n_changed, a=n_above, N=acts.numel(),
-                      mx=float(clipped.abs().max()), p0=ppl_ref, p1=clip_effect.ppl_new)),
+                      mx=float(clipped.abs().max()), p0=ppl_ref, p1=clip_effect.ppl_new), reference=t("ref_clip")),
     ]

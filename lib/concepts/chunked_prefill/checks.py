@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 
-from lib.concepts.check_result import CheckResult
+from lib.concepts.check_result import CONSISTENCY, CheckResult
 
 LOGIT_TOL = 1e-3      # max |chunked - one-shot| logits and K/V (float32, different op order)
 SIM_FACTOR = 2.0      # a prefill step, counted in decode-only steps of the same run: simulated within
@@ -48,18 +48,18 @@ def page_checks(cc, real_naive, real_chunked, pred_naive, pred_chunked, t) -> li
     return [
         CheckResult(t("check_logits"), cc.max_abs_diff <= LOGIT_TOL and cc.cache_diff <= LOGIT_TOL and cc.argmax_equal,
                     t("check_logits_detail", n=cc.n_tokens, c=cc.chunk, k=cc.n_chunks, d=cc.max_abs_diff,
-                      kv=cc.cache_diff, tol=LOGIT_TOL)),
+                      kv=cc.cache_diff, tol=LOGIT_TOL), reference=t("ref_logits"), kind=CONSISTENCY),
         CheckResult(t("check_ratio"), pre_naive > dec,
-                    t("check_ratio_detail", pl=pre_naive * 1000, d=dec * 1000, x=pre_naive / dec)),
+                    t("check_ratio_detail", pl=pre_naive * 1000, d=dec * 1000, x=pre_naive / dec), reference=t("ref_ratio")),
         CheckResult(t("check_bound", c=real_chunked.chunk or 0),
                     (max(real_chunked.step_s) < pre_naive) if chunked else True,
                     t("check_bound_detail", mc=max(real_chunked.step_s) * 1000, mn=pre_naive * 1000,
-                      n=len(real_chunked.step_s), load=real_chunked.load_avg) if chunked else t("check_bound_none")),
+                      n=len(real_chunked.step_s), load=real_chunked.load_avg) if chunked else t("check_bound_none"), reference=t("ref_bound")),
         CheckResult(t("check_sim"), same_n and same_c and in_band,
                     t("check_sim_detail", rn=r_n, rc=r_c, f=SIM_FACTOR, kn=len(pred_naive[0]), kc=len(pred_chunked[0]),
-                      same=t("yes") if same_n and same_c else t("no"))),
+                      same=t("yes") if same_n and same_c else t("no")), reference=t("ref_sim")),
         CheckResult(t("check_outputs"), same_out,
                     t("check_outputs_detail", k=len(real_naive.running_tokens[0]) if real_naive.running_tokens else 0,
                       s=min(len(real_naive.running_tokens), len(real_chunked.running_tokens)),
-                      same=t("yes") if same_out else t("no"))),
+                      same=t("yes") if same_out else t("no")), reference=t("ref_outputs"), kind=CONSISTENCY),
     ]

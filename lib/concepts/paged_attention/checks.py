@@ -50,15 +50,15 @@ def page_checks(run, requests, prompt_len: int, t) -> list[CheckResult]:
     return [
         CheckResult(t("check_equal"), run.max_abs_diff <= LOGIT_TOL and run.argmax_equal and run.n_checked > 0,
                     t("check_equal_detail", n=run.n_checked, k=len(run.tokens), d=run.max_abs_diff,
-                      tol=LOGIT_TOL, same=t("yes") if run.argmax_equal else t("no"))),
+                      tol=LOGIT_TOL, same=t("yes") if run.argmax_equal else t("no")), reference=t("ref_equal")),
         CheckResult(t("check_waste", bs=bs), worst < bs,
-                    t("check_waste_detail", w=worst, steps=len(run.snapshots))),
+                    t("check_waste_detail", w=worst, steps=len(run.snapshots)), reference=t("ref_waste")),
         CheckResult(t("check_invariants"), not run.invariant_errors,
                     t("check_invariants_detail", steps=len(run.snapshots), e=len(run.invariant_errors),
-                      first=(run.invariant_errors or ["—"])[0])),
+                      first=(run.invariant_errors or ["—"])[0]), reference=t("ref_invariants")),
         CheckResult(t("check_cow"), len(run.cow_copies) == want,
-                    t("check_cow_detail", p=prompt_len, bs=bs, c=len(run.cow_copies), w=want, sh=shared)),
+                    t("check_cow_detail", p=prompt_len, bs=bs, c=len(run.cow_copies), w=want, sh=shared), reference=t("ref_cow")),
         CheckResult(t("check_reuse"), bool(reused) if waited else True,
                     t("check_reuse_detail", w=", ".join(waited) or "—", r=len(reused)) if waited
-                    else t("check_reuse_none")),
+                    else t("check_reuse_none"), reference=t("ref_reuse")),
     ]

@@ -9,7 +9,7 @@
 `t(key, **fmt)` is the page's text lookup (tests may pass a stub)."""
 from __future__ import annotations
 
-from lib.concepts.check_result import CheckResult
+from lib.concepts.check_result import CONSISTENCY, CheckResult
 
 EQUAL_TOL = 1e-4       # max |Δ logit| of reuse vs recompute (float rounding of another kernel order)
 SHIFT_MIN = 1e-2       # reuse at shifted positions must move some logit more than this
@@ -25,11 +25,11 @@ def page_checks(res, sh0, sh, lcp: int, n_new: int, bs: int, t) -> list[CheckRes
     return [
         CheckResult(t("check_equal"), res.max_abs_diff <= EQUAL_TOL and res.argmax_equal,
                     t("check_equal_detail", k=res.n_reused, n=res.n_tokens, d=res.max_abs_diff, tol=EQUAL_TOL,
-                      same=t("yes") if res.argmax_equal else t("no"))),
+                      same=t("yes") if res.argmax_equal else t("no")), reference=t("ref_equal"), kind=CONSISTENCY),
         CheckResult(t("check_blocks"), res.n_reused == expected_reuse(lcp, n_new, bs),
-                    t("check_blocks_detail", lcp=lcp, bs=bs, k=res.n_reused, e=expected_reuse(lcp, n_new, bs))),
+                    t("check_blocks_detail", lcp=lcp, bs=bs, k=res.n_reused, e=expected_reuse(lcp, n_new, bs)), reference=t("ref_blocks")),
         CheckResult(t("check_shift0"), sh0.max_abs_diff <= EQUAL_TOL,
-                    t("check_shift_detail", k=sh0.n_reuse, shift=0, d=sh0.max_abs_diff, tol=EQUAL_TOL)),
+                    t("check_shift_detail", k=sh0.n_reuse, shift=0, d=sh0.max_abs_diff, tol=EQUAL_TOL), reference=t("ref_shift0"), kind=CONSISTENCY),
         CheckResult(t("check_shift", shift=sh.shift), sh.max_abs_diff > SHIFT_MIN,
-                    t("check_shift_detail_min", k=sh.n_reuse, shift=sh.shift, d=sh.max_abs_diff, tol=SHIFT_MIN)),
+                    t("check_shift_detail_min", k=sh.n_reuse, shift=sh.shift, d=sh.max_abs_diff, tol=SHIFT_MIN), reference=t("ref_shift"), kind=CONSISTENCY),
     ]

@@ -29,16 +29,16 @@ def page_checks(cells_by_draft: dict[str, list[Cell]], temperature: float, n_new
     c, alpha, pred, half, held = worst
     out = [CheckResult(t("check_formula", z=BAND_Z), inside == len(bands),
                        t("check_formula_detail" if held else "check_formula_detail_own", ok=inside, n=len(bands),
-                         d=c.draft, g=c.gamma, m=c.tokens_per_call, p=pred, h=half, a=alpha, calls=c.target_calls))]
+                         d=c.draft, g=c.gamma, m=c.tokens_per_call, p=pred, h=half, a=alpha, calls=c.target_calls), reference=t("ref_formula"))]
     all_cells = [c for cells in cells_by_draft.values() for c in cells]
     if temperature > 0:
         z = max(abs(c.tokens - c.expected_tokens) / max(c.expected_sd, 1e-9) for c in all_cells)
         out.append(CheckResult(t("check_exact_rule"),
                                all(abs(c.tokens - c.expected_tokens) <= RULE_SD * c.expected_sd + 1e-6 for c in all_cells),
                                t("check_exact_rule_detail", n=len(all_cells), z=min(z, 1e9), k=RULE_SD,
-                                 tok=sum(c.tokens for c in all_cells), exp=sum(c.expected_tokens for c in all_cells))))
+                                 tok=sum(c.tokens for c in all_cells), exp=sum(c.expected_tokens for c in all_cells)), reference=t("ref_exact_rule")))
     else:
         out.append(CheckResult(t("check_identical"), all(c.identical for c in all_cells),
                                t("check_identical_detail", ok=sum(c.identical for c in all_cells), n=len(all_cells),
-                                 tok=n_new)))
+                                 tok=n_new), reference=t("ref_identical")))
     return out
