@@ -113,3 +113,63 @@ def test_real_schedules_interleave_the_policies_passes(eng, monkeypatch):
     assert order == [None, 16] * 3
     assert naive.prefill_tokens == [0, 40, 0] and chunked.prefill_tokens == [0, 16, 16, 8, 0]
     assert (naive.chunk, chunked.chunk) == (None, 16)
+
+
+def test_a_timing_check_that_fails_on_a_busy_machine_is_not_judged():
+    """Issue 32 item 5: a failure measured while other programs kept the cores busy, or with
+    repeats that disagree, is NOT JUDGED (None) with the reason; a pass stands; on a quiet
+    machine a failure is a failure."""
+    from lib.concepts.chunked_prefill import checks
+    from lib.concepts.chunked_prefill.real_schedule import RealRun
+
+    def run(others, spread):
+        return RealRun(None, [1.0], [0], [[1]], 1, 0.5, others_cpu=others, spread=spread)
+
+    def t(k, **_):
+        return k
+
+    assert checks.timing_verdict(False, [run(0.0, 0.05)], t, "d") == (False, "d")
+    assert checks.timing_verdict(False, [run(0.0, 0.05), run(0.9, 0.05)], t, "d") == (None, "busy_detail")
+    assert checks.timing_verdict(False, [run(0.0, 0.8)], t, "d") == (None, "busy_detail")
+    assert checks.timing_verdict(True, [run(0.9, 0.8)], t, "d") == (True, "d")
+
+
+def _spin(seconds):
+    import time
+
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_others_share_sees_other_programs_on_every_core():
+    """The load a timing ran under is measured during it: busy programs on every core give a
+    share near 1, this process's own work does not count."""
+    import multiprocessing as mp
+    import os
+
+    from lib.concepts.chunked_prefill.real_schedule import cpu_snapshot, others_share
+
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_spin, args=(3.0,)) for _ in range(os.cpu_count() or 1)]
+    for p in procs:
+        p.start()
+    try:
+        import time
+
+        time.sleep(0.8)                       # the children are spinning
+        a = cpu_snapshot()
+        time.sleep(1.0)
+        assert others_share(a, cpu_snapshot()) > 0.5
+    finally:
+        for p in procs:
+            p.join()
+    a = cpu_snapshot()
+    _spin(0.5)                                # our own work
+    assert others_share(a, cpu_snapshot()) < others_share_limit()
+
+
+def others_share_limit():
+    from lib.concepts.chunked_prefill.checks import BUSY_OTHERS
+
+    return 1.0 - BUSY_OTHERS                  # whatever else the machine runs, our own spin is not counted as theirs

@@ -28,6 +28,8 @@ class RealRun:
     running_tokens: list[list[int]] # per step: the greedy token of each running request
     first_token: int                # the new request's first (greedy) token
     load_avg: float                 # 1-minute load average after the run
+    others_cpu: float = 0.0         # share of the machine's cores OTHER processes used during the run (0..1)
+    spread: float = 0.0             # median over steps of (max - min) / median of a step's repeats
 
     def max_step_s(self) -> float:
         return max(self.step_s)
@@ -94,16 +96,42 @@ def run_schedules(engine, n_running: int, prompt_len: int, chunks: tuple, before
     prompt = torch.randint(0, hi, (1, prompt_len), generator=g).to(engine.device)         # (1, L)
     passes = [[] for _ in chunks]                     # passes[i][r]: pass r of policy chunks[i]
     with exclusive():
+        start = cpu_snapshot()
         for _ in range(max(1, repeats)):
             for i, chunk in enumerate(chunks):
                 passes[i].append(one_pass(engine, ctx, prompt, chunk, before, after, clock))
+        others = others_share(start, cpu_snapshot())
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     runs = []
     for chunk, runs_of_policy in zip(chunks, passes):
         _, pre, toks, first = runs_of_policy[0]
-        step_s = [statistics.median(p[0][i] for p in runs_of_policy) for i in range(len(pre))]
-        runs.append(RealRun(chunk, step_s, pre, toks, first, load))
+        per_step = [[p[0][i] for p in runs_of_policy] for i in range(len(pre))]
+        step_s = [statistics.median(x) for x in per_step]
+        spread = statistics.median((max(x) - min(x)) / statistics.median(x) for x in per_step)
+        runs.append(RealRun(chunk, step_s, pre, toks, first, load, others, spread))
     return runs
+
+
+def cpu_snapshot():
+    """(wall clock, the machine's CPU times, this process's CPU times), for others_share."""
+    import psutil
+
+    return time.perf_counter(), psutil.cpu_times(), psutil.Process().cpu_times()
+
+
+def others_share(before, after) -> float:
+    """The share of the machine's cores that OTHER processes kept busy between two snapshots
+    (0 = none, 1 = every core all the time): the load a timing ran under, measured during it
+    rather than averaged over the last minute as the load average is."""
+    import psutil
+
+    def busy(c):
+        return c.user + c.nice + c.system + sum(getattr(c, f, 0.0) for f in ("irq", "softirq", "steal"))
+
+    wall = after[0] - before[0]
+    own = (after[2].user + after[2].system) - (before[2].user + before[2].system)
+    other = busy(after[1]) - busy(before[1]) - own
+    return max(0.0, other / (wall * (psutil.cpu_count() or 1))) if wall > 0 else 0.0
 
 
 def predicted_steps(costs, n_running: int, prompt_len: int, chunk: int | None, before: int = 2):
