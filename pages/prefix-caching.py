@@ -100,7 +100,7 @@ else:
     st.markdown(t("shift_line_diff", k=n_keep, shift=shift, d=sh.max_abs_diff, a=a_txt, b=b_txt))
 
 page.notice()
-page.checks(checks.page_checks(res, sh0, sh, lcp, len(B), bs, t))
+page.checks(checks.page_checks(res, sh0, sh, lcp, len(B), bs, t) + [checks.chain_check(A, B, bs, t)])
 page.try_this()
 page.code(prefix_cache.match_blocks, block_hashes, prefix_cache.reuse_vs_recompute,
           prefix_cache.reuse_at_shifted_positions)

@@ -59,3 +59,25 @@ def test_suffix_cut_one_token_late(setup, monkeypatch):
         return real(engine, pool, manager, names, suffixes, **kw)
     monkeypatch.setattr(P, "paged_forward", buggy)
     assert "check_equal" in failed(setup)
+
+
+def test_block_hash_that_names_only_its_own_tokens():
+    """lib/concepts/paged_blocks/block_manager.chain_hash ignoring the previous block: two
+    prefixes that differ only in block 1 would share every later block (issue 32)."""
+    import hashlib
+
+    from lib.concepts.paged_blocks import block_manager
+    from lib.concepts.prefix_caching import checks as pc
+
+    def key(text_key, /, **_):
+        return text_key
+
+    A = list(range(100, 148))                     # 3 blocks of 16
+    B = A[:16] + list(range(300, 332))
+    assert pc.chain_check(A, B, 16, key).passed
+    real = block_manager.chain_hash
+    try:
+        block_manager.chain_hash = lambda prev, ids: hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()
+        assert not pc.chain_check(A, B, 16, key).passed
+    finally:
+        block_manager.chain_hash = real

@@ -33,3 +33,22 @@ def page_checks(res, sh0, sh, lcp: int, n_new: int, bs: int, t) -> list[CheckRes
         CheckResult(t("check_shift", shift=sh.shift), sh.max_abs_diff > SHIFT_MIN,
                     t("check_shift_detail_min", k=sh.n_reuse, shift=sh.shift, d=sh.max_abs_diff, tol=SHIFT_MIN), reference=t("ref_shift"), kind=CONSISTENCY),
     ]
+
+
+def chain_check(A: list[int], B: list[int], bs: int, t) -> CheckResult:
+    """The page's claim that a block's hash names its WHOLE prefix (chained through the previous
+    block), judged against the token ids themselves: for the two requests, block k's hashes
+    are equal exactly when the first k blocks' tokens are equal; and B with only its first token
+    changed gets a different hash for EVERY block, later blocks equal to B's included (a hash
+    of a block's own tokens alone would keep them). Needs B to have 2 full blocks to see that."""
+    from lib.concepts.paged_blocks.block_manager import block_hashes
+
+    ha, hb = block_hashes(A, bs), block_hashes(B, bs)
+    agree = all((ha[k] == hb[k]) == (A[:(k + 1) * bs] == B[:(k + 1) * bs]) for k in range(min(len(ha), len(hb))))
+    B2 = [B[0] + 1] + B[1:]                       # only the first token differs
+    kept = sum(x == y for x, y in zip(block_hashes(B2, bs), hb))
+    if len(hb) < 2:
+        return CheckResult(t("check_chain"), agree, t("check_chain_short", n=len(B), bs=bs), reference=t("ref_chain"))
+    return CheckResult(t("check_chain"), agree and kept == 0,
+                       t("check_chain_detail", n=len(hb), kept=kept, same=t("yes") if agree else t("no")),
+                       reference=t("ref_chain"))
