@@ -12,10 +12,10 @@ import time
 
 import torch
 
-from lib.concepts.speculative.drafts import PromptLookupDraft
+from lib.decoding.speculative.drafts import PromptLookupDraft
 from lib.model.from_transformers import engine_from_hf
 from lib.decoding.sampling import SamplingConfig
-from lib.concepts.speculative.speculative_decode import plain_decode, speculative_generate
+from lib.decoding.speculative.speculative_decode import plain_decode, speculative_generate
 
 
 class OracleDraft(PromptLookupDraft):

@@ -8,7 +8,7 @@ import time
 
 from lib.core.cache import policy as cp
 from lib.model.long_text import long_text
-from lib.concepts.cache_policies.streaming_eval import evaluate
+from lib.decoding.streaming_eval import evaluate
 
 TOKENS = 2000
 

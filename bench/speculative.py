@@ -7,7 +7,7 @@ spec_hard_alpha, spec_hard_tokens_per_call, spec_hard_speedup, plus the winning 
 """
 from __future__ import annotations
 
-from lib.concepts.speculative.drafts import frequent_tokens
+from lib.decoding.speculative.drafts import frequent_tokens
 from lib.model.long_text import long_text
 from lib.concepts.speculative_speed.speculative_speed import PRESETS
 from lib.concepts.speculative_speed.timed_runs import run_gamma, time_plain

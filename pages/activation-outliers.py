@@ -8,8 +8,8 @@ import streamlit as st
 
 from lib.concepts.activation_outliers import checks
 from lib.concepts.activation_outliers import figures as plots
-from lib.concepts.quantization import activation_capture as ac
-from lib.concepts.quantization import quantize as qz
+from lib.core.quantization import activation_capture as ac
+from lib.core.quantization import quantize as qz
 from lib.ui import runtime
 from lib.ui.page import ConceptPage
 

@@ -8,7 +8,9 @@ import streamlit as st
 
 from lib.concepts.attention_sinks import attention_mass
 from lib.core.cache import policy as cp
-from lib.concepts.cache_policies import policy_checks, policy_generation, streaming_eval
+from lib.reference import policy_checks
+from lib.decoding import policy_generation
+from lib.decoding import streaming_eval
 from lib.ui import runtime
 from lib.concepts.attention_sinks import checks
 from lib.model.long_text import long_text

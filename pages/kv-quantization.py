@@ -8,7 +8,7 @@ import streamlit as st
 
 from lib.concepts.kv_quantization import checks, kv_quant as kq
 from lib.concepts.kv_quantization import figures as plots
-from lib.concepts.quantization import quantize as qz
+from lib.core.quantization import quantize as qz
 from lib.core.cache.quantized import Packed, QuantizedKVCache
 from lib.ui import runtime
 from lib.ui.page import ConceptPage

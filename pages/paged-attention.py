@@ -8,8 +8,8 @@ import streamlit as st
 
 from lib.concepts.paged_attention import checks, events, workload
 from lib.concepts.paged_attention import figures as plots
-from lib.concepts.paged_blocks import paged_generation
-from lib.concepts.paged_blocks.block_manager import BlockManager
+from lib.decoding import paged_generation
+from lib.core.cache.block_manager import BlockManager
 from lib.core.cache.paged import PagedBatch
 from lib.model.tokens import encode_prompt
 from lib.ui import runtime

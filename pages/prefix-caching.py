@@ -7,7 +7,7 @@ import streamlit as st
 
 from lib.concepts.prefix_caching import prefix_cache
 from lib.ui import runtime
-from lib.concepts.paged_blocks.block_manager import block_hashes
+from lib.core.cache.block_manager import block_hashes
 from lib.concepts.prefix_caching import checks
 from lib.concepts.prefix_caching import figures as plots
 from lib.model.tokens import EmptyPrompt, encode_prompt, token_texts

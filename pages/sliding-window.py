@@ -7,7 +7,7 @@ import streamlit as st
 
 from lib.core.cache import policy as cp
 from lib.concepts.sliding_window import fact_distance
-from lib.concepts.cache_policies import policy_checks
+from lib.reference import policy_checks
 from lib.ui import runtime
 from lib.concepts.sliding_window import checks, ring_check
 from lib.concepts.model_check import foundation

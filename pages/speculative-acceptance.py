@@ -5,9 +5,11 @@ startup.once()  # first of all: a page's first visit to a fresh server can run t
 
 import streamlit as st
 
-from lib.concepts.speculative import figures as plots
-from lib.concepts.speculative import speculative, speculative_decode, step_fit
-from lib.concepts.speculative.drafts import early_exit_distributions
+from lib.concepts.speculative_acceptance import figures as plots
+from lib.decoding.speculative import acceptance as speculative
+from lib.decoding.speculative import speculative_decode
+from lib.reference import speculative_step_fit as step_fit
+from lib.decoding.speculative.drafts import early_exit_distributions
 from lib.concepts.speculative_acceptance import checks
 from lib.decoding import generate
 from lib.decoding.sampling import SamplingConfig

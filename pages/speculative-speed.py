@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from lib.concepts.speculative import figures as plots
-from lib.concepts.speculative.drafts import frequent_tokens
+from lib.concepts.speculative_speed import figures as plots
+from lib.decoding.speculative.drafts import frequent_tokens
 from lib.concepts.speculative_speed import checks, timed_runs
 from lib.concepts.speculative_speed import speculative_speed as sp
 from lib.model.long_text import long_text

@@ -4,8 +4,8 @@ import pytest
 
 from lib.core.cache import policy as cp
 from lib.concepts.attention_sinks.attention_mass import sink_mass
-from lib.concepts.cache_policies.policy_checks import masked_matches_evicting
-from lib.concepts.cache_policies.streaming_eval import nll_masked
+from lib.reference.policy_checks import masked_matches_evicting
+from lib.decoding.streaming_eval import nll_masked
 
 pytestmark = pytest.mark.real_model
 

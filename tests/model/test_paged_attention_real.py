@@ -1,8 +1,8 @@
 """PagedAttention on the real model: the block pool changes where K/V live, not the numbers."""
 import pytest
 
-from lib.concepts.paged_blocks.paged_attention import paged_vs_contiguous
-from lib.concepts.paged_blocks.paged_generation import Request, run_requests
+from lib.core.cache.paged_attention import paged_vs_contiguous
+from lib.decoding.paged_generation import Request, run_requests
 
 pytestmark = pytest.mark.real_model
 

@@ -2,10 +2,10 @@
 import pytest
 import torch
 
-from lib.concepts.quantization import activation_capture as ac
+from lib.core.quantization import activation_capture as ac
 from lib.concepts.kv_quantization import kv_quant as kq
-from lib.concepts.quantization import quantize as qz
-from lib.concepts.quantization.quantize import QuantSpec
+from lib.core.quantization import quantize as qz
+from lib.core.quantization.quantize import QuantSpec
 
 pytestmark = pytest.mark.real_model
 TOL = 0.10

@@ -3,7 +3,7 @@ import pytest
 
 from lib.core.cache import policy as cp
 from lib.concepts.sliding_window import fact_distance
-from lib.concepts.cache_policies import policy_checks
+from lib.reference import policy_checks
 from lib.model.long_text import long_text
 
 pytestmark = pytest.mark.real_model

@@ -2,12 +2,12 @@
 import pytest
 import torch
 
-from lib.concepts.speculative import speculative as S
-from lib.concepts.speculative.drafts import EngineDraft, PromptLookupDraft, early_exit_distributions, frequent_tokens
+from lib.decoding.speculative import acceptance as S
+from lib.decoding.speculative.drafts import EngineDraft, PromptLookupDraft, early_exit_distributions, frequent_tokens
 from lib.decoding.generate import greedy
 from lib.model.long_text import long_text
 from lib.decoding.sampling import SamplingConfig
-from lib.concepts.speculative.speculative_decode import SpeculativeDecoder, speculative_generate
+from lib.decoding.speculative.speculative_decode import SpeculativeDecoder, speculative_generate
 from lib.concepts.speculative_speed.speculative_speed import EASY_PROMPT
 
 pytestmark = pytest.mark.real_model

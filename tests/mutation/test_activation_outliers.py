@@ -1,5 +1,5 @@
 """Mutation tests for the activation-outliers page: realistic bugs planted in the quantizer and
-the clipping experiment (lib.concepts.quantization.quantize, which the page's "The code"
+the clipping experiment (lib.core.quantization.quantize, which the page's "The code"
 shows) must turn at least one of the page's live checks red; without them every check is
 green. Activations are captured from a tiny random Gemma 3 through the same capture code, with
 one outlier channel planted (the real model's are shown on the page)."""
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from lib.concepts.activation_outliers import checks
-from lib.concepts.quantization import activation_capture as ac
-from lib.concepts.quantization import quantize as qz
+from lib.core.quantization import activation_capture as ac
+from lib.core.quantization import quantize as qz
 from lib.core.cache import quantized as cq
 from lib.model.from_transformers import engine_from_hf
 from tests.conftest import tiny_gemma3

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from lib.concepts.attention_sinks import attention_mass, checks
-from lib.concepts.cache_policies import policy_checks
+from lib.reference import policy_checks
 from lib.core.cache import evicting, policy as cp
 from lib.core.rope import rerotate
 from lib.model.long_text import long_text

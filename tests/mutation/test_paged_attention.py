@@ -1,5 +1,5 @@
 """Mutation tests for the paged-attention page: realistic bugs planted in the paged cache and
-its allocator (lib.core.cache.paged, lib.concepts.paged_blocks.block_manager) must turn at
+its allocator (lib.core.cache.paged, lib.core.cache.block_manager) must turn at
 least one of the page's live checks red; without them every check is green. A tiny random
 Gemma 3 runs the same engine, cache and scheduler code as the page (the real model's run
 takes minutes on a busy 2-core machine); a pool small enough that D has to wait."""
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from lib.concepts.paged_attention import checks
-from lib.concepts.paged_blocks import block_manager as bmod
-from lib.concepts.paged_blocks.paged_generation import Request, run_requests
+from lib.core.cache import block_manager as bmod
+from lib.decoding.paged_generation import Request, run_requests
 from lib.core.cache import paged
 from lib.model.from_transformers import engine_from_hf
 from tests.conftest import tiny_gemma3

@@ -62,11 +62,11 @@ def test_suffix_cut_one_token_late(setup, monkeypatch):
 
 
 def test_block_hash_that_names_only_its_own_tokens():
-    """lib/concepts/paged_blocks/block_manager.chain_hash ignoring the previous block: two
+    """lib/core/cache/block_manager.chain_hash ignoring the previous block: two
     prefixes that differ only in block 1 would share every later block (issue 32)."""
     import hashlib
 
-    from lib.concepts.paged_blocks import block_manager
+    from lib.core.cache import block_manager
     from lib.concepts.prefix_caching import checks as pc
 
     def key(text_key, /, **_):

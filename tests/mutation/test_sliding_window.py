@@ -6,7 +6,7 @@ the real model's window needs more than 512 tokens."""
 import pytest
 import torch
 
-from lib.concepts.cache_policies import policy_checks
+from lib.reference import policy_checks
 from lib.concepts.sliding_window import checks, ring_check
 from lib.core.cache import evicting, policy as cp, ring as rc
 from lib.model.from_transformers import engine_from_hf

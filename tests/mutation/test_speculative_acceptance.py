@@ -1,14 +1,14 @@
 """Mutation tests for the speculative-acceptance page: realistic bugs planted in the rule the
-decoder runs (lib.concepts.speculative.speculative) must turn at least one of the page's live
+decoder runs (lib.decoding.speculative.acceptance) must turn at least one of the page's live
 checks red; without them every check is green. Real model, the page's default settings
 (k = 17 of 18 layers, T = 1, 20,000 trials, seed 0), a short prompt and 8 greedy tokens."""
 import pytest
 import torch
 
-from lib.concepts.speculative import speculative as S
-from lib.concepts.speculative import speculative_decode as D
-from lib.concepts.speculative import step_fit
-from lib.concepts.speculative.drafts import early_exit_distributions
+from lib.decoding.speculative import acceptance as S
+from lib.decoding.speculative import speculative_decode as D
+from lib.reference import speculative_step_fit as step_fit
+from lib.decoding.speculative.drafts import early_exit_distributions
 from lib.concepts.speculative_acceptance import checks
 from lib.decoding.generate import greedy
 from lib.decoding.sampling import SamplingConfig

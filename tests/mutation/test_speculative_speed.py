@@ -5,8 +5,8 @@ and a 6-layer early exit, gamma 2 and 4, 24 tokens, one timed repeat (the checks
 the timings)."""
 import pytest
 
-from lib.concepts.speculative import speculative_decode as D
-from lib.concepts.speculative.drafts import frequent_tokens
+from lib.decoding.speculative import speculative_decode as D
+from lib.decoding.speculative.drafts import frequent_tokens
 from lib.concepts.speculative_speed import checks, timed_runs
 from lib.concepts.speculative_speed import speculative_speed as sp
 from lib.model.long_text import long_text

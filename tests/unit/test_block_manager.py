@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from lib.concepts.paged_blocks.block_manager import BlockManager, OutOfBlocks, block_hashes, chain_hash
+from lib.core.cache.block_manager import BlockManager, OutOfBlocks, block_hashes, chain_hash
 
 
 def test_blocks_follow_tokens_and_waste_is_under_one_block():

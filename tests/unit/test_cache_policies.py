@@ -7,8 +7,8 @@ from lib.core.cache import policy as cp
 from lib.model.from_transformers import engine_from_hf
 from lib.core.hooks import Recorder
 from lib.core.cache.evicting import Cancelled, new_evicting_cache, step
-from lib.concepts.cache_policies.policy_masks import policy_hooks
-from lib.concepts.cache_policies.streaming_eval import nll_evicting, nll_masked, nll_recompute, running_perplexity, token_nll
+from lib.core.cache.policy_masks import policy_hooks
+from lib.decoding.streaming_eval import nll_evicting, nll_masked, nll_recompute, running_perplexity, token_nll
 from tests.conftest import tiny_gemma3
 
 N = 28
@@ -196,7 +196,7 @@ def test_generation_under_a_policy_runs_the_one_decode_loop(eng):
     """greedy_under drives lib/decoding's decode loop with a policy's stepper: with nothing
     evicted it is plain greedy decoding; under eviction each token is the argmax of a
     token-by-token evicting run (the same cache the stepper keeps)."""
-    from lib.concepts.cache_policies.policy_generation import greedy_under
+    from lib.decoding.policy_generation import greedy_under
     from lib.decoding.generate import greedy
 
     prompt = ids(12)

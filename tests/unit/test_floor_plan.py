@@ -118,3 +118,14 @@ def test_pages_only_display_checks():
     """Checks live in lib/concepts/<slug>/checks.py, where tests assert on the same functions."""
     builders = [p.name for p in python_files("pages") if "CheckResult(" in p.read_text()]
     assert builders == []
+
+
+def test_lib_concepts_holds_one_folder_per_page_and_nothing_else():
+    """Issue 31: a folder under lib/concepts is a page's (its slug, hyphens -> underscores);
+    shared mechanisms live in the layer they belong to, under a name that says what they are."""
+    from lib.ui.shell import TEACHING_PAGES
+
+    pages = {c.slug.replace("-", "_") for c in CONCEPTS} | {s.replace("-", "_") for s, _ in TEACHING_PAGES}
+    folders = {p.name for p in (ROOT / "lib" / "concepts").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - pages == set()
+    assert {c.slug.replace("-", "_") for c in CONCEPTS} <= folders

@@ -2,12 +2,12 @@
 import pytest
 import torch
 
-from lib.concepts.quantization import activation_capture as ac
+from lib.core.quantization import activation_capture as ac
 from lib.concepts.kv_quantization import kv_quant as kq
 from lib.concepts.model_memory import memory_accounting as ma
 from lib.model.from_transformers import engine_from_hf
 from lib.core.spec import spec_from_config
-from lib.concepts.quantization.quantize import QuantSpec, storage_bytes
+from lib.core.quantization.quantize import QuantSpec, storage_bytes
 from lib.core.cache.ring import RingKVCache, ring_capacities
 from tests.conftest import tiny_gemma3
 

@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from lib.model.from_transformers import engine_from_hf
-from lib.concepts.paged_blocks.paged_attention import paged_vs_contiguous
-from lib.concepts.paged_blocks.paged_generation import Request, run_requests
+from lib.core.cache.paged_attention import paged_vs_contiguous
+from lib.decoding.paged_generation import Request, run_requests
 from tests.conftest import tiny_gemma3
 
 

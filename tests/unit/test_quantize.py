@@ -1,11 +1,11 @@
-"""Quantize / dequantize on hand-built tensors (lib.concepts.quantization.quantize)."""
+"""Quantize / dequantize on hand-built tensors (lib.core.quantization.quantize)."""
 import math
 
 import pytest
 import torch
 
-from lib.concepts.quantization import quantize as qz
-from lib.concepts.quantization.quantize import QuantSpec
+from lib.core.quantization import quantize as qz
+from lib.core.quantization.quantize import QuantSpec
 
 
 def outlier_acts(seed=0, T=32, C=64, channel=5, big=100.0):

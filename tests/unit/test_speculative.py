@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from lib.concepts.speculative import speculative as S
-from lib.concepts.speculative.drafts import EngineDraft, PromptLookupDraft, early_exit_distributions, early_exit_forward
+from lib.decoding.speculative import acceptance as S
+from lib.decoding.speculative.drafts import EngineDraft, PromptLookupDraft, early_exit_distributions, early_exit_forward
 from lib.model.from_transformers import engine_from_hf
 from lib.decoding.generate import greedy
 from lib.decoding.sampling import SamplingConfig
-from lib.concepts.speculative.speculative_decode import SpeculativeDecoder, plain_decode, speculative_generate
+from lib.decoding.speculative.speculative_decode import SpeculativeDecoder, plain_decode, speculative_generate
 from lib.concepts.speculative_speed.speculative_speed import block_expectation, expected_speedup, expected_tokens_per_call, tokens_per_call_sd
 from tests.conftest import tiny_gemma3, tiny_llama
 

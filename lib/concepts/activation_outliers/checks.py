@@ -1,6 +1,6 @@
 """The activation-outliers page's live checks (no Streamlit).
 
-The quantizer (lib.core.cache.quantized.quantize, used through lib.concepts.quantization) is
+The quantizer (lib.core.cache.quantized.quantize, used through lib.core.quantization) is
 compared with PyTorch's own fake quantization and with an independent float64 computation of
 the scales; the clipping experiment with a count of the values above the threshold.
 """
@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from lib.concepts.check_result import CheckResult
-from lib.concepts.quantization import quantize as qz
+from lib.core.quantization import quantize as qz
 
 SCALE_RTOL = 1e-6        # our float32 scale vs max|x| / qmax computed in float64
 AGREE_MIN = 0.999        # share of values whose code equals PyTorch's fake quantization

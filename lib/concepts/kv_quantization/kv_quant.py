@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.concepts.quantization.activation_capture import Effect, compare
-from lib.concepts.quantization.quantize import storage_bytes
+from lib.core.quantization.activation_capture import Effect, compare
+from lib.core.quantization.quantize import storage_bytes
 from lib.core.cache.dense import KVCache
 from lib.core.cache.quantized import KVQuantPolicy, Packed, QuantizedKVCache, QuantSpec
 from lib.core.engine import Engine

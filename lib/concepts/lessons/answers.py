@@ -15,11 +15,11 @@ from lib.concepts.lessons.catalog import DEFAULT_PROMPT
 from lib.concepts.life_of_a_token.trace import DEFAULT_BIAS, trace_token, word_bias
 from lib.concepts.logit_bias import logit_bias as lb
 from lib.concepts.paged_attention.workload import page_requests
-from lib.concepts.paged_blocks.paged_generation import run_requests
+from lib.decoding.paged_generation import run_requests
 from lib.concepts.model_memory.memory_accounting import MiB, kv_cache_bytes
 from lib.concepts.prefix_caching import prefix_cache
-from lib.concepts.speculative.drafts import early_exit_distributions
-from lib.concepts.speculative.speculative import acceptance_probability, output_distribution, total_variation
+from lib.decoding.speculative.drafts import early_exit_distributions
+from lib.decoding.speculative.acceptance import acceptance_probability, output_distribution, total_variation
 from lib.concepts.stable_softmax import stable_softmax as ss
 from lib.concepts.temperature import temperature as temp
 from lib.decoding.generate import greedy, next_token_logits

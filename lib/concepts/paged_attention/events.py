@@ -1,4 +1,4 @@
-"""The scheduler's step events (lib.concepts.paged_blocks.paged_generation) as sentences.
+"""The scheduler's step events (lib.decoding.paged_generation) as sentences.
 
 `describe(event, t)` turns one structured event into a sentence in the page's language;
 `t(key, **fmt)` is the page's text lookup (keys ev_admit, ev_fork, ev_wait, ev_decode,

@@ -5,7 +5,7 @@ share A's prompt blocks until copy-on-write); B and D generate half as many toke
 at step 2. The page and the lessons' answer key build it here, so both run the same thing."""
 from __future__ import annotations
 
-from lib.concepts.paged_blocks.paged_generation import Request
+from lib.decoding.paged_generation import Request
 
 
 def page_requests(prompt_ids, others, n_new: int, seed: int) -> tuple[Request, ...]:

@@ -41,7 +41,7 @@ def chain_check(A: list[int], B: list[int], bs: int, t) -> CheckResult:
     are equal exactly when the first k blocks' tokens are equal; and B with only its first token
     changed gets a different hash for EVERY block, later blocks equal to B's included (a hash
     of a block's own tokens alone would keep them). Needs B to have 2 full blocks to see that."""
-    from lib.concepts.paged_blocks.block_manager import block_hashes
+    from lib.core.cache.block_manager import block_hashes
 
     ha, hb = block_hashes(A, bs), block_hashes(B, bs)
     agree = all((ha[k] == hb[k]) == (A[:(k + 1) * bs] == B[:(k + 1) * bs]) for k in range(min(len(ha), len(hb))))

@@ -1,6 +1,6 @@
 """Prefix caching: reuse the K/V of an identical *token* prefix, block by block.
 
-A cached block is found by its chained hash (lib.concepts.paged_blocks.block_manager.chain_hash): block i's key
+A cached block is found by its chained hash (lib.core.cache.block_manager.chain_hash): block i's key
 is H(key of block i-1, token ids of block i), so it names the entire prefix up to that block.
 Consequences the page shows:
   - a hit needs the same token ids in every earlier block, not similar text;
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.concepts.paged_blocks.block_manager import BlockManager, block_hashes
-from lib.concepts.paged_blocks.paged_attention import BlockPool, paged_forward
+from lib.core.cache.block_manager import BlockManager, block_hashes
+from lib.core.cache.paged_attention import BlockPool, paged_forward
 from lib.core.timing import measure
 
 

@@ -16,7 +16,7 @@ import torch
 
 from lib.core.cache.policy import CachePolicy
 from lib.core.cache.evicting import report
-from lib.concepts.cache_policies.policy_masks import policy_hooks
+from lib.core.cache.policy_masks import policy_hooks
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from lib.concepts.check_result import CheckResult
-from lib.concepts.speculative import speculative
-from lib.concepts.speculative.step_fit import StepFits
+from lib.decoding.speculative import acceptance as speculative
+from lib.reference.speculative_step_fit import StepFits
 
 FIT_LEVEL = 1e-3         # chi-square: a distribution is rejected when its p-value is below this
 RATE_SE = 4.0            # acceptance rate within this many binomial standard errors of alpha

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.concepts.speculative.drafts import EngineDraft, PromptLookupDraft
+from lib.decoding.speculative.drafts import EngineDraft, PromptLookupDraft
 from lib.core.engine import Engine
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.concepts.speculative.speculative_decode import PlainRun, SpecRun, plain_decode, speculative_generate
+from lib.decoding.speculative.speculative_decode import PlainRun, SpecRun, plain_decode, speculative_generate
 from lib.concepts.speculative_speed import speculative_speed as sp
 from lib.core.engine import Engine
 from lib.core.timing import Timing, measure

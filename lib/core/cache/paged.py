@@ -11,7 +11,7 @@ engine's mask never attends to. So the attention equation is untouched: only whe
 bytes live changes.
 
 The bookkeeping (which block holds which tokens, reference counts, copy-on-write) belongs to
-a block manager passed in (lib.concepts.paged_blocks.block_manager.BlockManager): anything
+a block manager passed in (lib.core.cache.block_manager.BlockManager): anything
 with `tables` (seq -> block ids), `lengths` (seq -> tokens stored) and
 `append_slots(seq, token_ids) -> (slots, copies)` where each copy has `.src` and `.dst`.
 """

@@ -2,7 +2,7 @@
 int2 (four per byte), plus one fp16 scale per group. `nbytes()` sums the storage of the
 tensors it allocated, so the memory saving is measured, not computed.
 
-The quantizer (shared with lib.concepts.quantization for activations):
+The quantizer (shared with lib.core.quantization for activations):
 
     symmetric : qmax = 2^(b-1) - 1,  scale = max|x| / qmax,
                 code = clamp(round(x / scale), -qmax, qmax),       x_hat = code * scale

@@ -21,7 +21,7 @@ import torch
 
 from lib.core.cache.policy import CachePolicy
 from lib.core.cache.evicting import Cancelled, new_evicting_cache, report, step  # noqa: F401  (re-export)
-from lib.concepts.cache_policies.policy_masks import policy_hooks
+from lib.core.cache.policy_masks import policy_hooks
 
 
 @dataclass

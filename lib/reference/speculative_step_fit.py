@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.concepts.speculative.speculative_decode import SpeculativeDecoder
+from lib.decoding.speculative.speculative_decode import SpeculativeDecoder
 from lib.decoding.sampling import SamplingConfig, sample_next
 from lib.reference.draw_test import Fit, chi_square
 

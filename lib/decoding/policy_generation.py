@@ -14,7 +14,7 @@ from lib.core.cache.policy import CachePolicy
 from lib.decoding.generate import StepRecord, decode_loop, describe_step
 from lib.decoding.sampling import SamplingConfig
 from lib.core.cache.evicting import adopt, report, step
-from lib.concepts.cache_policies.policy_masks import policy_hooks
+from lib.core.cache.policy_masks import policy_hooks
 
 
 @dataclass

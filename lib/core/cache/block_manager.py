@@ -1,7 +1,7 @@
 """The paged KV allocator: a fixed pool of physical blocks and one block table per sequence.
 
 This module only does bookkeeping (which physical block holds which tokens of which
-sequence); the K/V tensors live in `lib.concepts.paged_blocks.paged_attention.BlockPool`. It follows nano-vllm's
+sequence); the K/V tensors live in `lib.core.cache.paged_attention.BlockPool`. It follows nano-vllm's
 `block_manager.py`:
 
     logical block i of a sequence  = its tokens [i*B, (i+1)*B)        (B = block_size)

@@ -5,7 +5,7 @@ Each scheduler step:
      prompt: allocate, prefill through the paged pool, sample the first token; a request
      with two samples is then forked — both samples share the prompt's blocks (ref_count 2);
   2. decode: every running sequence feeds its last token in ONE batched forward whose K/V go
-     through the block tables (lib.concepts.paged_blocks.paged_attention.PagedBatch); the first write into a
+     through the block tables (lib.core.cache.paged_attention.PagedBatch); the first write into a
      shared, partly filled block copies it (copy-on-write);
   3. sequences that reached their token limit free their blocks, which later requests reuse.
 A snapshot of the block tables and the pool is kept after every step for the figures.
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from lib.concepts.paged_blocks.block_manager import BlockManager
-from lib.concepts.paged_blocks.paged_attention import BlockPool, paged_forward
+from lib.core.cache.block_manager import BlockManager
+from lib.core.cache.paged_attention import BlockPool, paged_forward
 from lib.decoding.generate import choose_token
 from lib.decoding.sampling import SamplingConfig
 

@@ -2,7 +2,7 @@
 
 The cache itself (`BlockPool`, `PagedBatch`, `slot_index`) lives in lib/core/cache/paged.py,
 where the engine's caches live; this module runs the engine through it with the allocator of
-lib.concepts.paged_blocks.block_manager and compares with the contiguous cache.
+lib.core.cache.block_manager and compares with the contiguous cache.
 
     pool.k[l], pool.v[l]: (num_blocks, block_size, n_kv_heads, head_dim)   one tensor per layer
     flat slot of token t of a sequence = table[t // B] * B + t % B
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.concepts.paged_blocks.block_manager import BlockManager
+from lib.core.cache.block_manager import BlockManager
 from lib.core.cache.paged import BlockPool, PagedBatch, slot_index
 
 __all__ = ["BlockPool", "PagedBatch", "slot_index", "paged_forward", "PagedCheck", "paged_vs_contiguous"]

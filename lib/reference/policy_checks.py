@@ -15,7 +15,7 @@ import torch
 from lib.core.cache.policy import CachePolicy, kv_bytes, visible
 from lib.core.hooks import Recorder
 from lib.core.cache.evicting import new_evicting_cache, step
-from lib.concepts.cache_policies.policy_masks import policy_hooks
+from lib.core.cache.policy_masks import policy_hooks
 
 
 @dataclass
@@ -88,7 +88,7 @@ class NllParity:
 
 def masked_matches_evicting(engine, ids: tuple[int, ...], policy: CachePolicy, chunk: int = 16) -> NllParity:
     """streaming_eval.nll_masked (chunks) against nll_evicting (one token at a time)."""
-    from lib.concepts.cache_policies.streaming_eval import nll_evicting, nll_masked
+    from lib.decoding.streaming_eval import nll_evicting, nll_masked
 
     a = nll_masked(engine, ids, policy, chunk)
     b = nll_evicting(engine, ids, policy)

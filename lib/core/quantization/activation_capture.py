@@ -129,7 +129,7 @@ def injection_row(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, act
     kind: a granularity (int`bits` quantization with that scale choice), "clip" (clamp to
     ±clip_at) or "clip_tensor" (clip, then int`bits` per tensor). acts: (T - SKIP, C), the
     captured activation (for the SQNR column)."""
-    from lib.concepts.quantization.quantize import QuantSpec, clip, error_stats, fake_quantize
+    from lib.core.quantization.quantize import QuantSpec, clip, error_stats, fake_quantize
 
     if kind == "clip":
         fn = lambda x: clip(x, clip_at)  # noqa: E731

@@ -7,7 +7,7 @@ One block:
     drafts d1..dg = draft.propose(committed)                      q_1..q_g
     target.forward([pending, d1..dg]) -> logits for g + 1 positions p_1..p_{g+1}   (one call)
     for i in 1..g: accept d_i with prob min(1, p_i(d_i)/q_i(d_i)); stop at the first rejection,
-                   whose token is drawn from norm(max(0, p_i - q_i))   (lib.concepts.speculative.speculative)
+                   whose token is drawn from norm(max(0, p_i - q_i))   (lib.decoding.speculative.acceptance)
     all g accepted: one bonus token from p_{g+1}
     rollback: the target cache is cropped to the committed tokens minus the new pending one;
               the draft rolls back its own cache the same way.
@@ -25,7 +25,7 @@ import torch
 from lib.core.engine import Engine
 from lib.decoding.generate import decode_loop
 from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
-from lib.concepts.speculative.speculative import accept_or_resample, residual
+from lib.decoding.speculative.acceptance import accept_or_resample, residual
 
 
 @dataclass
@@ -116,7 +116,7 @@ def _top(probs: torch.Tensor, k: int) -> list[tuple[int, float]]:
 
 
 class SpeculativeDecoder:
-    """Exact speculative sampling with a target Engine and any draft (lib.concepts.speculative.drafts)."""
+    """Exact speculative sampling with a target Engine and any draft (lib.decoding.speculative.drafts)."""
 
     def __init__(self, target: Engine, draft, cfg: SamplingConfig, seed: int, keep_top: int = 0):
         self.target, self.draft, self.cfg, self.keep_top = target, draft, cfg, keep_top
@@ -249,7 +249,7 @@ def one_block(target: Engine, draft, prompt_ids, gamma: int, cfg: SamplingConfig
 def early_exit_block(target: Engine, prompt_ids, n_layers: int, gamma: int, cfg: SamplingConfig,
                      seed: int) -> BlockRecord:
     """One block after the prompt with the target's own first n_layers as the draft."""
-    from lib.concepts.speculative.drafts import EngineDraft
+    from lib.decoding.speculative.drafts import EngineDraft
 
     return one_block(target, EngineDraft(target, n_layers), list(prompt_ids), gamma, cfg, seed)
 
@@ -257,7 +257,7 @@ def early_exit_block(target: Engine, prompt_ids, n_layers: int, gamma: int, cfg:
 def early_exit_greedy(target: Engine, prompt_ids, n_layers: int, gamma: int, n_new: int,
                       eos_ids: tuple[int, ...] = ()) -> SpecRun:
     """Greedy speculative decoding with the early-exit draft (to compare with plain greedy)."""
-    from lib.concepts.speculative.drafts import EngineDraft
+    from lib.decoding.speculative.drafts import EngineDraft
 
     return speculative_generate(target, EngineDraft(target, n_layers), list(prompt_ids), n_new, gamma,
                                 SamplingConfig(0.0), 0, eos_ids)
