@@ -40,7 +40,8 @@ page.section("controls")
 c1, c2, c3 = st.columns(3)
 src = page.state.select("src", t("text_label"), ("gpl", "own"), "gpl", radio=True, container=c1,
                         format_func=lambda s: t("text_gpl") if s == "gpl" else t("text_own"))
-W = page.state.select("W", t("w_label"), WINDOWS, 32, help=t("w_help"), container=c2)
+W = page.state.select("W", t("w_label"), WINDOWS, 32, format_func=lambda w: t.num(w, ","), help=t("w_help"),
+                     container=c2)
 pos_mode = page.state.select("pos", t("pos_label"), ("cache", "text"), "cache", radio=True, help=t("pos_help"),
                              format_func=lambda s: t("pos_cache") if s == "cache" else t("pos_text"), container=c3)
 N = page.state.number_slider("N", t("n_label"), 128, 4096, DEFAULT_N, step=64, help=t("n_help"), container=c1)

@@ -37,7 +37,8 @@ if st.session_state.get("rope-shift.key", 0) > T - 1:   # a shorter prompt than 
     st.session_state["rope-shift.key"] = T - 1
 key = page.state.number_slider("key", t("key_label", q=T - 1), 0, T - 1, min(1, T - 1), help=t("key_help"),
                                container=right)
-delta = page.state.select("delta", t("delta_label"), DELTAS, 256, help=t("delta_help"), container=right)
+delta = page.state.select("delta", t("delta_label"), DELTAS, 256, format_func=lambda d: t.num(d, ","),
+                         help=t("delta_help"), container=right)
 tokens = token_texts(m.tokenizer, prompt.ids)
 
 # ---- the rotation ------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ m = page.model()
 
 left, right = page.controls()
 prompt = page.prompt(container=left)
-temps = page.state.multiselect("Ts", t("temps_label"), TEMP_OPTIONS, (0.5, 1.0, 2.0),
+temps = page.state.multiselect("Ts", t("temps_label"), TEMP_OPTIONS, (0.5, 1.0, 2.0), format_func=lambda T_: t.num(T_, "g"),
                                help=t("temps_help"), container=right) or [1.0]
 temps = sorted(temps)
 T = page.state.number_slider("T", t("t_label"), 0.0, 3.0, 0.8, step=0.05, container=right)
