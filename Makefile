@@ -1,5 +1,5 @@
 # make run  : set up (first time), prepare the bundled model (first time), serve the app on :8501
-#             (lib/ui/serve.py: streamlit run app.py, then its background work starts at once)
+#             (lib/serving/serve.py: streamlit run app.py, then its background work starts at once)
 # make test : install the test browser and PostgreSQL if missing, set up, prepare the model, run
 #             every test
 # make bench: the benchmark (prints a JSON object as its last line)
@@ -40,7 +40,7 @@ model: setup
 	$(PY) -m lib.model.bundled_model
 
 run: model
-	$(PY) -m lib.ui.serve --server.port $(PORT)
+	$(PY) -m lib.serving.serve --server.port $(PORT)
 
 # Debian packages the tests need (the browser, PostgreSQL's server binaries) are installed with
 # apt-get when running as root or with passwordless sudo; otherwise make stops at once (before

@@ -6,12 +6,14 @@ startup.once()  # heavy imports before any page code runs (thirty sessions may s
 
 import streamlit as st  # noqa: E402
 
-from lib.ui import memo, prewarm  # noqa: E402
+from lib.serving import memo, prewarm, streamlit_adapter  # noqa: E402
 from lib.ui.boot import leave_pages_folder_mode  # noqa: E402
 from lib.ui.i18n import BAD_LANG  # noqa: E402
 from lib.ui.present import presenter_view  # noqa: E402
 
-with prewarm.visitor_running():  # background pre-computation waits while a visitor's script runs
+# background pre-computation waits while a visitor's script runs; a computation this session no
+# longer wants (a control moved again, the tab closed) stops between forward steps
+with prewarm.visitor_running(streamlit_adapter.is_background_session()), streamlit_adapter.script_run():
     leave_pages_folder_mode()
     # the presenter view gives the projector the whole width: the sidebar starts collapsed
     st.set_page_config(page_title="LLM Inference Lab", page_icon="🧪", layout="wide",

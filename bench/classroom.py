@@ -1,9 +1,9 @@
 """python -m bench --classroom : a class of thirty on one fresh server (issue 12).
 
-Starts the server as `make run` does (lib.ui.serve: `streamlit run app.py`, whose background
+Starts the server as `make run` does (lib.serving.serve: `streamlit run app.py`, whose background
 pre-computation then starts at once) on its own port, waits for /_stcore/health and then
 `--settle` seconds (90), then three scenarios, each 30 sessions at once over Streamlit's own websocket
-protocol (lib.ui.visitor: one rerun_script BackMsg per session, ForwardMsgs read until
+protocol (lib.serving.page_visit: one rerun_script BackMsg per session, ForwardMsgs read until
 script_finished):
 - class_mix_crashed : 30 sessions over 10 pages in their default state; sessions with an
                       exception element, a missing page or no finished run (must be 0);
@@ -95,11 +95,11 @@ def free_port() -> int:
 
 def start_server(port: int, env: dict | None = None, log=None, serve: bool = False):
     """A fresh `streamlit run app.py` on 127.0.0.1:port; returns (Popen, base url) once its
-    health check answers. `serve=True` starts it as `make run` does (lib.ui.serve: its
+    health check answers. `serve=True` starts it as `make run` does (lib.serving.serve: its
     background work starts at once), else as a host that runs `streamlit run` itself (no script
     runs before the first visitor)."""
     e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
-    how = ["-m", "lib.ui.serve"] if serve else ["-m", "streamlit", "run", str(ROOT / "app.py")]
+    how = ["-m", "lib.serving.serve"] if serve else ["-m", "streamlit", "run", str(ROOT / "app.py")]
     proc = subprocess.Popen([sys.executable, *how,
                              "--server.port", str(port), "--server.headless", "true",
                              "--server.address", "127.0.0.1"],
@@ -152,7 +152,7 @@ def token_views(v) -> list[str]:
 def alone_visits(queries: list[str]) -> list:
     """Each query on the temperature page alone, one after another, on a second fresh server
     with an empty results folder and no background visitor: nothing of the class can answer."""
-    from lib.ui.visitor import visit
+    from lib.serving.page_visit import visit
 
     with tempfile.TemporaryDirectory(prefix="llm-lab-alone-") as folder:
         proc, url = start_server(free_port(), {"LLM_LAB_RESULTS": folder, "LLM_LAB_PREWARM": "0"})
@@ -167,7 +167,7 @@ def _say(msg: str) -> None:
 
 
 def run(port: int = 8621, settle_s: float = 90.0, sessions: int = 30, cold: bool = False) -> dict:
-    from lib.ui.visitor import class_of, visit
+    from bench.visitor import class_of, visit
 
     out: dict = {"class_sessions": sessions, "class_settle_s": settle_s, "class_cold_results": cold,
                  "class_cpus": os.cpu_count()}

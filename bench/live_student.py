@@ -1,5 +1,5 @@
 """A student (or the lecturer) of a live class without a browser: one session over Streamlit's
-websocket protocol (/_stcore/stream), kept open, as lib.ui.visitor does for one visit.
+websocket protocol (/_stcore/stream), kept open, as lib.serving.page_visit does for one visit.
 
 `LiveSession.run(states, fragment_id)` sends one rerun_script BackMsg (the page, its query
 string, the widget states, and, for a fragment's rerun, that fragment's id, as the browser does

@@ -9,7 +9,8 @@ import streamlit as st
 from urllib.parse import parse_qsl
 
 from lib.concepts.lessons.catalog import BY_ID, LESSONS
-from lib.ui import estimate, lesson_pdf, lesson_prep, memo, runtime
+from lib.serving import memo
+from lib.ui import estimate, lesson_pdf, lesson_prep, runtime
 from lib.ui import lessons as ui
 from lib.ui import live_lesson
 from lib.ui.glossary import page_title

@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from lib.core.engine_weights import EngineWeights, LayerWeights
 from lib.core.cache.dense import KVCache
 from lib.core.cache.protocol import PAD_POSITION, KVCacheProtocol
+from lib.core.cancellation import checkpoint
 from lib.core.matmul import rows_times
 from lib.core.spec import ModelSpec
 from lib.core.rope import apply_rope, cos_sin, inv_frequencies
@@ -132,7 +133,11 @@ class Engine:
         ids: (B, T) token ids. positions: (B, T) absolute positions (default: continue from
         cache.next_position; -1 = padding). logits: "last" -> (B, 1, V), "all" -> (B, T, V),
         a slice of the T positions, or "none" -> the final hidden states (B, T, D).
+        Before the forward and before each layer it calls lib.core.cancellation.checkpoint():
+        when nobody wants the result any more it raises Cancelled, leaving `cache` half
+        written (discard it).
         """
+        checkpoint()
         spec, hooks = self.spec, hooks or {}
         B, T = ids.shape
         if positions is None:
@@ -144,6 +149,7 @@ class Engine:
         x = self._hook(hooks, "embed", -1, x)
         rope = {}  # (theta, scaling) -> cos, sin, shared by layers of the same type
         for l, w in enumerate(self.layers):
+            checkpoint()                    # a long prefill stops within one layer's time
             key = (spec.rope_thetas[l], self.rope_scaling[l])
             if key not in rope:
                 rope[key] = cos_sin(positions, self.inv_freq[l], self.rope_scaling[l])

@@ -33,6 +33,7 @@ import torch
 
 from lib.core.cache.batch import BatchOfCaches
 from lib.core.cache.protocol import PAD_POSITION, KVCacheProtocol
+from lib.core.cancellation import checkpoint
 
 GATHER_S = 0.03        # the least a step waits for seated sessions still choosing their token
 ENABLED = os.environ.get("LLM_LAB_BATCHING", "1") != "0"
@@ -150,7 +151,9 @@ class Scheduler:
         n_logits positions (1, n_logits, V), or only their argmax ids (1, n_logits). Run by
         the scheduler thread even for a session alone (as `alone_forward`, the same numbers
         as the engine called directly): then the scheduler's is the only thread whose tensor
-        work uses several cores (lib/core/threads.py)."""
+        work uses several cores (lib/core/threads.py). A session nobody waits for any more
+        stops here, between its steps (lib.core.cancellation)."""
+        checkpoint()
         req = _Request(ids, cache, n_logits, argmax)
         with self.cond:
             self.pending.append(req)
@@ -229,7 +232,7 @@ class Seat:
 def joins_batches(fn):
     """Mark `fn` as one whose model forwards all go through `seat()`. Many of them running at
     once share each batched step (they get faster together, and each holds only its own short
-    cache), so a server lets them run side by side instead of queueing them (lib/ui/memo.py)."""
+    cache), so a server lets them run side by side instead of queueing them (lib/serving/memo.py)."""
     fn.joins_batches = True
     return fn
 

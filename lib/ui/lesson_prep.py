@@ -1,9 +1,9 @@
 """Prepare a lesson before class: every step's page computed in its preset state, and its answer.
 
 `prepare(lesson, lang, on_step)` opens each step's page on THIS server, in the step's URL state
-and language, as one visitor would (lib/ui/visitor.py: Streamlit's own websocket protocol, the
+and language, as one visitor would (lib/serving/page_visit.py: Streamlit's own websocket protocol, the
 page script runs to its end), so every `runtime.cached` result the page needs is computed by the
-page's own calls and kept for every session (lib/ui/memo.py); then it computes the step's answer
+page's own calls and kept for every session (lib/serving/memo.py); then it computes the step's answer
 through the same cached function the answer key uses. Opening the step afterwards, from any
 phone, is served from memory. Each step's seconds are returned (what it costs cold), and the
 lesson is remembered as prepared for this process (`prepared_at`).
@@ -20,6 +20,7 @@ from typing import Callable
 
 from lib.concepts.lessons import answers
 from lib.concepts.lessons.catalog import Lesson, Step
+from lib.serving import prewarm, streamlit_adapter
 from lib.ui import lessons, runtime
 
 STEP_TIMEOUT_S = 900.0          # one page's cold run (attention-sinks took 183 s in CI)
@@ -34,33 +35,16 @@ class Prepared:
     failed: list[tuple[int, str]] = field(default_factory=list)  # (step n, why) pages not opened
 
 
-def serving_here() -> bool:
-    """Is this process the one listening on Streamlit's port? (Under AppTest the port may be
-    another app's: never visit it.)"""
-    import psutil
-    from streamlit import config
-
-    port = config.get_option("server.port")
-    try:
-        return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
-                   for c in psutil.Process().net_connections(kind="tcp"))
-    except psutil.Error:
-        return False
-
-
 def local_base() -> str | None:
     """http://127.0.0.1:PORT[/base] of this server, or None when this process serves nothing."""
-    if not serving_here():
+    if not prewarm.serving_here(streamlit_adapter.server_port(), wait_s=0):
         return None
-    from streamlit import config
-
-    path = (config.get_option("server.baseUrlPath") or "").strip("/")
-    return f"http://127.0.0.1:{config.get_option('server.port')}" + (f"/{path}" if path else "")
+    return streamlit_adapter.server_base_url()
 
 
 def open_page(base: str, step: Step, lang: str) -> str | None:
     """Run the step's page once on the server at `base`; None if it finished, else why not."""
-    from lib.ui.visitor import visit
+    from lib.serving.page_visit import visit
 
     v = visit(base, step.slug, lessons.step_query(step, lang), timeout_s=STEP_TIMEOUT_S)
     if not v.crashed:

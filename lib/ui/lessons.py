@@ -11,7 +11,8 @@ from typing import Callable
 
 from lib.concepts.lessons import answers
 from lib.concepts.lessons.catalog import Lesson, Step
-from lib.ui import memo, runtime
+from lib.serving import memo
+from lib.ui import runtime
 from lib.ui.glossary import page_title, page_url
 from lib.ui.i18n import Texts, load_texts
 

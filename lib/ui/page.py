@@ -278,7 +278,8 @@ class ConceptPage:
         live_class.publish(self.slug, self.state.claimed)     # the lecturer's page, to the class
         for note in self.notes:
             self._notes_box.info(note, icon="ℹ️")
-        from lib.ui import estimate, memo
+        from lib.serving import memo
+        from lib.ui import estimate
 
         used = memo.run_provenance()
         for query in {estimate.state_key(self._query0): self._query0,      # as opened, and as left

@@ -7,7 +7,7 @@ import time
 
 import streamlit as st
 
-from lib.ui import memo
+from lib.serving import memo
 from lib.ui.i18n import Texts, texts
 
 

@@ -7,29 +7,24 @@
                `LLM_LAB_VISITOR_MODELS=0`; otherwise a clear message and the server's model.
                Besides the server's model at most one other model is held at a time.
 - `cached(fn)`: `cached(fn)(*args)` = fn(*args), shared by every session, single-flight,
-               bounded in bytes and persisted to the cache folder (lib.ui.memo). A
-               LoadedModel/Engine argument is keyed by its key (source | device | dtype), tensors
-               and arrays by their bytes, dataclasses by their fields; callbacks are ignored.
+               bounded in bytes and persisted to the cache folder (lib.serving.results).
+- `start(*calls)`: independent calls in threads of their own, collected later (lib.serving.jobs).
 """
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import hashlib
 import os
 import threading
 
-import numpy as np
 import psutil
 import streamlit as st
 import torch
 
 from lib.core import threads
-from lib.core.engine import Engine
 from lib.model import model_loader
 from lib.model.model_loader import BUNDLED, LoadedModel, ModelLoadError
 from lib.ui.i18n import texts
-from lib.ui.memo import Memo, trim_memory
+from lib.serving import jobs, results
+from lib.serving.memo import trim_memory
 
 threads.model_work_on_all_cores(max(1, min(threads.DEFAULT, 4)))   # lib/core/threads.py
 
@@ -141,97 +136,6 @@ def model_name(m: LoadedModel) -> str:
     return texts("common")("bundled_model_name") if m.source == BUNDLED else m.name
 
 
-def _arg_key(x):
-    """A hashable stand-in for one argument: models by identity of their weights, tensors and
-    arrays by their bytes, dataclasses by their fields, callables (progress callbacks) not at
-    all, the rest by value."""
-    if isinstance(x, (LoadedModel, Engine)):
-        return ("model", x.key)
-    if isinstance(x, torch.Tensor):
-        data = x.detach().cpu().contiguous()
-        return ("tensor", tuple(data.shape), str(data.dtype), hashlib.sha1(data.view(torch.uint8).numpy()).hexdigest())
-    if isinstance(x, np.ndarray):
-        return ("array", x.shape, str(x.dtype), hashlib.sha1(np.ascontiguousarray(x).tobytes()).hexdigest())
-    if callable(x) and not isinstance(x, type):
-        return ("callable",)
-    if isinstance(x, (list, tuple)):
-        return (type(x).__name__,) + tuple(_arg_key(i) for i in x)
-    if isinstance(x, dict):
-        return ("dict",) + tuple((k, _arg_key(v)) for k, v in sorted(x.items(), key=lambda kv: repr(kv[0])))
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return (type(x).__qualname__,) + tuple((f.name, _arg_key(getattr(x, f.name))) for f in dataclasses.fields(x))
-    return ("value", repr(x))
-
-
-_wrapped: dict = {}
-
-
-def _yield_hook():
-    from lib.ui import prewarm
-
-    prewarm.yield_to_visitors()
-
-
-class Started:
-    """Calls running in their own threads since `start(...)`; `.results()` waits for them."""
-
-    def __init__(self, calls):
-        from lib.ui import memo, prewarm
-
-        used, background = getattr(memo._run, "used", None), getattr(prewarm._mine, "on", False)
-        self.values, self.errors = [None] * len(calls), [None] * len(calls)
-
-        def work(i):
-            if used is not None:
-                memo._run.used = used           # this script run's provenance list
-            prewarm._mine.on = background       # the background visitor's work stays background
-            try:
-                with threads.background_thread() if background else contextlib.nullcontext():
-                    self.values[i] = calls[i]()
-            except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
-                self.errors[i] = e
-
-        self.threads = [threading.Thread(target=work, args=(i,), name=f"started-{i}", daemon=True)
-                        for i in range(len(calls))]
-        for th in self.threads:
-            th.start()
-
-    def results(self) -> list:
-        """Every call's result in order, once all have finished; the first error is raised."""
-        for th in self.threads:
-            th.join()
-        for e in self.errors:
-            if e is not None:
-                raise e
-        return self.values
-
-
-def start(*calls) -> Started:
-    """Start independent calls now, each in its own thread; collect them later with
-    `.results()`. A page starts its model work before it draws its first figures, and its two
-    generations from one prompt (`start(lambda: cached(f)(...), lambda: cached(f)(...))`) share
-    every batched step of the engine (lib/decoding/batching.py) instead of taking turns: half the
-    steps for the page, and for a class half the batched steps, each with twice the rows
-    (30 new prompts in one process, side by side: 32 s one after the other, 21 s together)."""
-    return Started(calls)
-
-
-PERSIST_MIN_S = 1.0
-
-
-def worth_persisting(prov) -> bool:
-    """Which computed results go to the cache folder: all of the background visitor's (every
-    page's default state, so a restarted server shows defaults at once), and a visitor's own
-    only when it took >= PERSIST_MIN_S to compute. Writing a cheap result costs more than
-    computing it again: thirty new prompts at once wrote ~300 small files (7% of the server's
-    time under py-spy)."""
-    from lib.ui import prewarm
-
-    return bool(getattr(prewarm._mine, "on", False)) or prov.seconds >= PERSIST_MIN_S
-
-
-def cached(fn, max_entries: int = 32):
-    """`cached(fn)(*args)` = fn(*args), memoised for every session (see lib.ui.memo)."""
-    if fn not in _wrapped:
-        _wrapped[fn] = Memo(fn, _arg_key, max_entries, before_compute=_yield_hook, persist_if=worth_persisting)
-    return _wrapped[fn]
+# The shared results and jobs are the serving layer's (lib/serving); pages reach them here.
+cached = results.cached
+start = jobs.start

@@ -7,7 +7,7 @@
    them lazily in thirty script threads at once, and a thread that reaches a half-imported
    module crashes (`partially initialized module 'pandas' has no attribute 'Series'`, seen
    from plotly's validators). Every other session waits on the lock until the first is done.
-2. The background pre-computation of every page's default state (lib.ui.prewarm), started once.
+2. The background pre-computation of every page's default state (lib.serving.prewarm), started once.
 
 Streamlit runs no app code before the first visitor, so "start" is the first script run of the
 process; a restarted server serves defaults from the persisted cache meanwhile.
@@ -31,7 +31,7 @@ def _one_ast_parse_at_a_time() -> None:
     """CPython 3.11 keeps the AST converter's recursion depth per interpreter, not per thread
     (gh-106905): two threads in `ast.parse` at once can fail with "SystemError: AST
     constructor recursion depth mismatch". Streamlit parses each page script (its "magic"), and
-    this app parses its own modules (lib.ui.result_store); a 30-session class crashed the
+    this app parses its own modules (lib.serving.result_store); a 30-session class crashed the
     beam-search page this way once in 30. From here on every `ast.parse` in the process takes
     one lock (a few milliseconds per page script, once)."""
     import ast
@@ -104,7 +104,7 @@ def imported_names() -> set[tuple[str, str | None]]:
     import ast
     from pathlib import Path
 
-    from lib.ui.result_store import parse
+    from lib.serving.result_store import parse
 
     root = Path(__file__).resolve().parents[2]
     wanted: set[tuple[str, str | None]] = set()
@@ -163,7 +163,7 @@ def _tame_malloc(arenas: int = 2) -> None:
       and mapping each one afresh page-faults all of it (the temperature page's checks took
       120-150 ms instead of ~70 ms).
     README ("A class on one server") has the 30-new-prompt figures with and without it."""
-    from lib.ui.memo import LIBC
+    from lib.serving.memo import LIBC
 
     if LIBC is not None:
         LIBC.mallopt(-8, arenas)             # M_ARENA_MAX
@@ -179,7 +179,7 @@ def _hand_back_memory_after_steps() -> None:
     peak 2,271 MB without, 2,147 MB with, server CPU 30.7 vs 32.2 s; mapping each 1 MB row on
     its own instead gave 1,961 MB but 46.9 CPU-s)."""
     from lib.decoding import batching
-    from lib.ui.memo import trim_memory
+    from lib.serving.memo import trim_memory
 
     if any(getattr(h, "trims_memory", False) for h in batching.AFTER_STEP):
         return
@@ -204,11 +204,11 @@ def once() -> None:
         _hand_back_memory_after_steps()
         _heavy_imports()
         lazy_missing[:] = _lazy_imports()
-        from lib.ui.result_store import precompute_versions
+        from lib.serving.result_store import precompute_versions
 
         precompute_versions()
         import_seconds = time.perf_counter() - t0
-        from lib.ui import prewarm
+        from lib.serving import prewarm, streamlit_adapter
 
-        prewarm.start()
+        prewarm.start(streamlit_adapter.server_base_url(), streamlit_adapter.server_port())
         _done = True

@@ -69,7 +69,7 @@ def test_glossary_anchor_exists(server, browser):  # noqa: F811
 
 def test_prepare_this_lesson_opens_every_step_on_the_server(server, browser):  # noqa: F811
     """"Prepare this lesson" on a real server (issue 33): every step's page is opened through
-    Streamlit's own protocol (lib/ui/visitor.py), a progress bar shows, and when it is gone the
+    Streamlit's own protocol (lib/serving/page_visit.py), a progress bar shows, and when it is gone the
     page says the whole lesson was prepared and how long it took (not "partly": every page ran).
     The speculative lesson: 4 steps, ~25 s on a shared 2-core machine."""
     texts = load_texts("lessons")["id"]

@@ -8,7 +8,7 @@ import pytest
 
 from bench.classroom import PeakRss, free_port, start_server, stop_server
 from lib.concepts.catalog import CONCEPTS
-from lib.ui.visitor import class_of
+from bench.visitor import class_of
 
 pytestmark = [pytest.mark.load, pytest.mark.real_model]
 PAGES = [c.slug for c in CONCEPTS if c.exists][:12]

@@ -1,4 +1,4 @@
-"""`make run`'s server (lib.ui.serve) starts its work before anyone visits: with no session
+"""`make run`'s server (lib.serving.serve) starts its work before anyone visits: with no session
 opened by the test, the model is loaded and pages' default results appear in the results
 folder (a plain `streamlit run app.py` runs no script until a visitor comes)."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.classroom import free_port, start_server, stop_server
-from lib.ui.serve import option
+from lib.serving.serve import option
 
 def test_option_reads_both_spellings():
     assert option(["--server.port", "8600", "--x"], "--server.port", "8501") == "8600"

@@ -27,10 +27,10 @@ def test_concurrent_sessions_match_sequential(real_model):
 
 def test_shared_results_are_computed_once_for_a_class(real_model, tmp_path, monkeypatch):
     """Eight sessions asking runtime.cached for the same continuation at once: one computation,
-    the same result for all, equal to the uncached one (lib.ui.memo single-flight)."""
-    from lib.ui import memo
-    from lib.ui.result_store import ResultStore
-    from lib.ui.runtime import _arg_key
+    the same result for all, equal to the uncached one (lib.serving.memo single-flight)."""
+    from lib.serving import memo
+    from lib.serving.result_store import ResultStore
+    from lib.serving.results import arg_key as _arg_key
 
     monkeypatch.setattr(memo, "STORE", ResultStore(tmp_path))
     monkeypatch.setattr(memo, "MEMORY", memo.Memory())

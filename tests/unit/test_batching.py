@@ -235,7 +235,7 @@ def test_each_request_owns_its_logits_not_a_view_of_the_whole_batch(eng):
 
 
 def test_the_result_budget_counts_the_storage_a_view_holds():
-    from lib.ui.result_store import nbytes
+    from lib.serving.result_store import nbytes
 
     big = torch.zeros(30, 1000)
     assert nbytes(big[3]) >= big.numel() * 4 and nbytes(big[3].clone()) < 2 * 1000 * 4

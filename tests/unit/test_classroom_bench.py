@@ -1,7 +1,7 @@
 """bench/classroom.py compares each class session's generated tokens with the same prompt alone:
 what it compares is the visible text of the token views, not their tooltips' probabilities."""
 from bench.classroom import token_views
-from lib.ui.visitor import Visit
+from bench.visitor import Visit
 
 
 def _view(tokens, tip):

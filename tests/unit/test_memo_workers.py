@@ -4,8 +4,8 @@ import threading
 import time
 
 from lib.decoding import batching
-from lib.ui import memo as memo_module
-from lib.ui.memo import Memo
+from lib.serving import memo as memo_module
+from lib.serving.memo import Memo
 
 
 def _fresh(fn):

@@ -3,7 +3,7 @@ visitor's script runs."""
 import threading
 import time
 
-from lib.ui import prewarm
+from lib.serving import prewarm
 
 
 def test_background_work_waits_while_a_visitor_runs():
@@ -48,13 +48,13 @@ def test_every_concept_page_is_prewarmed_in_both_languages():
 def test_a_visitor_needing_what_the_background_is_about_to_compute_is_not_blocked():
     """The deadlock seen in CI: the background visitor took a key's flight, then waited for
     visitors to finish; a visitor needing the same key waited for that flight forever."""
-    from lib.ui.memo import Memo
+    from lib.serving.memo import Memo
 
     calls = []
     memo = Memo(lambda x: calls.append(threading.current_thread().name) or x * 2,
                 key_of=lambda a: a, before_compute=prewarm.yield_to_visitors)
     memo.name = f"deadlock-test-{time.monotonic_ns()}"     # a fresh key space, no disk hit
-    from lib.ui import memo as memo_module
+    from lib.serving import memo as memo_module
     was, memo_module.STORE.enabled = memo_module.STORE.enabled, False
     out = {}
 

@@ -1,4 +1,4 @@
-"""lib.ui.memo / result_store: single-flight, byte budget, persistence, code versions."""
+"""lib.serving.memo / result_store: single-flight, byte budget, persistence, code versions."""
 import threading
 import time
 from dataclasses import dataclass
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from lib.ui import memo, result_store
-from lib.ui.result_store import Provenance, ResultStore, nbytes
-from lib.ui.runtime import _arg_key
+from lib.serving import memo, result_store
+from lib.serving.result_store import Provenance, ResultStore, nbytes
+from lib.serving.results import arg_key as _arg_key
 
 
 @pytest.fixture()
@@ -187,17 +187,17 @@ def test_a_waiter_computes_itself_when_the_computing_session_is_rerun(fresh):
 def test_a_memo_writes_to_disk_only_what_its_policy_keeps(fresh):
     """persist_if(provenance) decides: runtime.cached keeps the background visitor's results and
     a visitor's slow ones; a cheap visitor result stays in memory only."""
-    from lib.ui import prewarm, runtime
+    from lib.serving import prewarm, results
 
     kept = memo.Memo(slow_square, _arg_key, persist_if=lambda prov: prov.seconds >= 0.2)
     kept(3, delay=0.0)
     kept(4, delay=0.3)
     names = sorted(str(f) for f in fresh.rglob("*.pkl"))
     assert len(names) == 1
-    assert not runtime.worth_persisting(memo.Provenance.now(0.01))
-    assert runtime.worth_persisting(memo.Provenance.now(runtime.PERSIST_MIN_S))
-    prewarm._mine.on = True
+    assert not results.worth_persisting(memo.Provenance.now(0.01))
+    assert results.worth_persisting(memo.Provenance.now(results.PERSIST_MIN_S))
+    prewarm.mark_background(True)
     try:
-        assert runtime.worth_persisting(memo.Provenance.now(0.01))
+        assert results.worth_persisting(memo.Provenance.now(0.01))
     finally:
-        prewarm._mine.on = False
+        prewarm.mark_background(False)

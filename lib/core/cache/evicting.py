@@ -17,15 +17,14 @@ import torch
 
 from lib.core.cache.policy import CachePolicy, policy_window
 from lib.core.cache.dense import KVCache
+from lib.core.cancellation import Cancelled, checkpoint
 from lib.core.rope import rerotate
 
 
-class Cancelled(Exception):
-    """A progress callback returned False: the caller asked to stop."""
-
-
 def report(progress: Callable[[int, int], bool | None] | None, done: int, total: int) -> None:
-    """Call progress(done, total); raise Cancelled when it returns False."""
+    """Call progress(done, total); raise Cancelled when it returns False (or when nobody wants
+    the result any more: lib.core.cancellation)."""
+    checkpoint()
     if progress is not None and progress(done, total) is False:
         raise Cancelled(f"stopped after {done} of {total}")
 

@@ -2,7 +2,7 @@
 
 A daemon thread acts as one visitor: it opens each page's default URL (English, then
 Indonesian, whose default prompt differs) through Streamlit's own websocket protocol against
-127.0.0.1 (lib.ui.visitor), one page at a time, so each page's `runtime.cached` results are
+127.0.0.1 (lib.serving.page_visit), one page at a time, so each page's `runtime.cached` results are
 computed (or loaded from the cache folder) and kept, exactly as a student's visit would.
 It has the lowest priority and yields to visitors:
 - it opens the next page only after no real visitor's script has run for `IDLE_S`;
@@ -38,20 +38,10 @@ def enabled() -> bool:
     return os.environ.get("LLM_LAB_PREWARM", "1") != "0"
 
 
-def _is_prewarm_session() -> bool:
-    try:
-        import streamlit as st
-        from lib.ui.visitor import PREWARM_HEADER
-
-        return st.context.headers.get(PREWARM_HEADER) == "1"
-    except Exception:  # noqa: BLE001 - no session context (AppTest, bare scripts): a visitor
-        return False
-
-
 class LeftToVisitors(BaseException):
     """Raised in the background visitor's script when it reaches a measurement. A
     BaseException, like Streamlit's own stop: a visitor waiting on the same memo key computes
-    it itself (lib.ui.memo), and `visitor_running` ends the background script quietly."""
+    it itself (lib.serving.memo), and `visitor_running` ends the background script quietly."""
 
 
 def _no_measuring_in_background() -> None:
@@ -63,11 +53,12 @@ timing.guard_measurements(_no_measuring_in_background)
 
 
 @contextmanager
-def visitor_running():
+def visitor_running(background: bool = False):
     """Wrap a script run (app.py): a real visitor's run makes the background work wait; the
-    background visitor's own run is marked (and niced) instead."""
+    background visitor's own run (`background`: streamlit_adapter.is_background_session())
+    is marked (and niced) instead."""
     global _active, _last_active
-    if _is_prewarm_session():
+    if background:
         _mine.on = True
         try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
@@ -90,6 +81,16 @@ def visitor_running():
             _active -= 1
             _last_active = time.monotonic()
             _cond.notify_all()
+
+
+def in_background() -> bool:
+    """Is this thread doing the background visitor's work?"""
+    return bool(getattr(_mine, "on", False))
+
+
+def mark_background(on: bool) -> None:
+    """Mark this thread's work as the background visitor's (a thread it started) or not."""
+    _mine.on = on
 
 
 def visitors_active() -> int:
@@ -116,37 +117,28 @@ def default_visits() -> list[tuple[str, str]]:
     return [(p, "") for p in pages] + [(p, "lang=id") for p in pages]
 
 
-def _base_url() -> str:
-    from streamlit import config
-
-    port = config.get_option("server.port")
-    path = (config.get_option("server.baseUrlPath") or "").strip("/")
-    return f"http://127.0.0.1:{port}" + (f"/{path}" if path else "")
-
-
-def _serving_here(wait_s: float = 30.0) -> bool:
-    """Is this process the one listening on the server port? (Not under AppTest, which runs
-    app.py without a server: the port may then belong to somebody else's app.)"""
+def serving_here(port: int, wait_s: float = 30.0) -> bool:
+    """Is this process the one listening on `port`, within `wait_s` seconds? (Not under
+    AppTest, which runs app.py without a server: the port may then belong to somebody else's.)"""
     import psutil
-    from streamlit import config
 
-    port = config.get_option("server.port")
     end = time.monotonic() + wait_s
-    while time.monotonic() < end:
+    while True:
         try:
             if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
                    for c in psutil.Process().net_connections(kind="tcp")):
                 return True
         except psutil.Error:
             return False
+        if time.monotonic() >= end:
+            return False
         time.sleep(1.0)
-    return False
 
 
-def _run() -> None:
-    from lib.ui.visitor import PREWARM_HEADER, visit
+def _run(base_url: str, port: int) -> None:
+    from lib.serving.page_visit import PREWARM_HEADER, visit
 
-    if not _serving_here():
+    if not serving_here(port):
         status.update(state="no server in this process")
         return
     visits = default_visits()
@@ -156,7 +148,7 @@ def _run() -> None:
     for page, query in visits:
         with _mine_off():
             yield_to_idle()
-        v = visit(_base_url(), page, query, timeout_s=1800, headers={PREWARM_HEADER: "1"})
+        v = visit(base_url, page, query, timeout_s=1800, headers={PREWARM_HEADER: "1"})
         status["done"] += 1
         if v.crashed:
             status["failed"].append(f"{page}?{query}: {v.failure or v.exceptions[:1] or 'not finished'}")
@@ -176,11 +168,12 @@ def yield_to_idle() -> None:
     yield_to_visitors(IDLE_S)
 
 
-def start() -> bool:
-    """Start the background visitor once per process (if enabled). True if it started now."""
+def start(base_url: str, port: int) -> bool:
+    """Start the background visitor once per process (if enabled) against this server, at
+    `base_url` listening on `port`. True if it started now."""
     global _started
     if _started or not enabled():
         return False
     _started = True
-    threading.Thread(target=_run, name="llm-lab-prewarm", daemon=True).start()
+    threading.Thread(target=_run, args=(base_url, port), name="llm-lab-prewarm", daemon=True).start()
     return True

@@ -1,14 +1,14 @@
-"""`python -m lib.ui.serve [streamlit options]`: `streamlit run app.py` that starts its work at once.
+"""`python -m lib.serving.serve [streamlit options]`: `streamlit run app.py` that starts its work at once.
 
 Streamlit runs no script until a browser opens a session, so a plain `streamlit run app.py`
 sits idle after it starts: the model is loaded and every page's default state computed
-(lib.ui.prewarm) only when the first student arrives, who then waits for all of it. This
+(lib.serving.prewarm) only when the first student arrives, who then waits for all of it. This
 starts the same server and, as soon as it answers /_stcore/health, opens one session of the
-background visitor (lib.ui.visitor, marked by PREWARM_HEADER) on the home page: that run
+background visitor (lib.serving.page_visit, marked by PREWARM_HEADER) on the home page: that run
 loads the model and starts the background pre-computation, at the lowest priority, while
 the server waits for its class.
 
-    python -m lib.ui.serve --server.port 8501          (what `make run` and the Dockerfile run)
+    python -m lib.serving.serve --server.port 8501          (what `make run` and the Dockerfile run)
 
 Streamlit Community Cloud starts `streamlit run app.py` itself: there the first visitor of a
 woken app starts the same work (docs/DEPLOY.md).
@@ -39,7 +39,7 @@ def option(argv: list[str], name: str, default: str) -> str:
 def wake(base: str, proc: subprocess.Popen, timeout_s: float = 300.0) -> bool:
     """Wait until the server at `base` answers its health check, then run the home page once
     as the background visitor. False if the server never answered or exited first."""
-    from lib.ui.visitor import PREWARM_HEADER, visit
+    from lib.serving.page_visit import PREWARM_HEADER, visit
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and proc.poll() is None:

@@ -2,8 +2,8 @@
 lib.model.bundled_model.cache_root()), plus the two measures the memo needs.
 
 - `code_version(fn)`: a hash of the source of every lib module `fn` can reach through imports
-  (read statically, imports inside functions included; lib.ui excluded: it draws, it does not
-  compute). Editing any of them changes the version, so an old result is never served for new
+  (read statically, imports inside functions included; lib.ui and lib.serving excluded: they
+  draw and serve, they do not compute). Editing any of them changes the version, so an old result is never served for new
   code.
 - `nbytes(obj)`: the memory a result holds, estimated recursively (tensors, arrays,
   dataclasses, containers, strings), each object counted once.
@@ -30,12 +30,13 @@ import torch
 
 LIB = Path(__file__).resolve().parents[1]          # .../lib
 MAX_FILE_BYTES = 64 * 2**20                        # larger results stay in memory only
+NOT_COMPUTING = ("ui", "serving")                  # lib layers left out of code versions
 
 
 # ---- code version ------------------------------------------------------------------------------
 def _module_file(name: str) -> Path | None:
     parts = name.split(".")
-    if parts[0] != "lib" or (len(parts) > 1 and parts[1] == "ui"):
+    if parts[0] != "lib" or (len(parts) > 1 and parts[1] in NOT_COMPUTING):
         return None
     base = LIB.joinpath(*parts[1:])
     for p in (base.with_suffix(".py"), base / "__init__.py"):
@@ -67,7 +68,7 @@ def precompute_versions() -> int:
         parts = ["lib", *rel.parts]
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        if len(parts) > 1 and parts[1] == "ui":
+        if len(parts) > 1 and parts[1] in NOT_COMPUTING:
             continue
         code_version(".".join(parts))
         n += 1

@@ -15,6 +15,9 @@ For one key (function, its arguments' values, the model's key):
                          (64) of them run side by side and share each batched step -- then
                          stored in memory, and on disk if `persist_if(provenance)` says so
                          (runtime.cached: every default state, and what took >= 1 s).
+A computation nobody wants any more stops between forward steps (lib.core.cancellation): the
+caller's probe (its session was rerun or closed) is combined with this key's waiters, so a
+result another session waits for is never stopped; a waiter whose owner stopped computes it.
 Background work (`before_compute`, the prewarm visitor yielding) waits before it takes a key's
 flight, never while holding one: otherwise a visitor waiting for that key would wait for a
 thread that waits for the visitor (this deadlock hung a page in CI).
@@ -30,11 +33,13 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from lib.core import cancellation
 from lib.core.timing import model_work
-from lib.ui import result_store
-from lib.ui.result_store import Provenance, ResultStore, nbytes
+from lib.serving import result_store
+from lib.serving.result_store import Provenance, ResultStore, nbytes
 
 BUDGET_BYTES = int(float(os.environ.get("LLM_LAB_RESULT_CACHE_MB", "192")) * 2**20)
 # At most this many computations at once: more only multiplies the transient memory (each holds
@@ -90,6 +95,7 @@ class _Flight:
         self.error: BaseException | None = None
         self.origin = "computed"
         self.prov: Provenance | None = None
+        self.waiters = 0             # other callers waiting for this result right now
 
 
 class Memory:
@@ -156,6 +162,17 @@ def _note(fn_name: str, origin: str, prov: Provenance | None) -> None:
         _run.used.append(Used(fn_name, origin, prov))
 
 
+@contextmanager
+def _slot(workers: threading.BoundedSemaphore):
+    """Hold one of `workers`; while waiting for it, stop if nobody wants the result any more."""
+    while not workers.acquire(timeout=0.1):
+        cancellation.checkpoint()
+    try:
+        yield
+    finally:
+        workers.release()
+
+
 class Memo:
     """`Memo(fn, key_of, max_entries)(*args, **kw)`: see the module docstring."""
 
@@ -189,7 +206,14 @@ class Memo:
                 flight = _inflight[k] = _Flight()
         if not mine:
             stats["waited"] += 1
-            flight.done.wait()
+            with _inflight_lock:
+                flight.waiters += 1
+            try:
+                while not flight.done.wait(0.1):
+                    cancellation.checkpoint()          # this waiter's own session went away
+            finally:
+                with _inflight_lock:
+                    flight.waiters -= 1
             if isinstance(flight.error, Exception):
                 raise flight.error
             if flight.error is not None:
@@ -206,7 +230,10 @@ class Memo:
                 flight.origin = "disk"
                 stats["disk"] += 1
             else:
-                with _batched_workers if getattr(self.fn, "joins_batches", False) else _workers:
+                outer = cancellation.current_probe()
+                wanted = None if outer is None else (lambda: flight.waiters > 0 or outer())
+                with cancellation.wanted_while(wanted), \
+                        _slot(_batched_workers if getattr(self.fn, "joins_batches", False) else _workers):
                     t0 = time.perf_counter()
                     with model_work():
                         flight.value = self.fn(*args, **kwargs)

@@ -1,11 +1,12 @@
-"""A visitor without a browser: one session over Streamlit's own websocket protocol.
+"""The server visiting its own pages: one session over Streamlit's own websocket protocol.
 
 What a browser tab does, minus the drawing: open /_stcore/stream, send one `rerun_script`
 BackMsg (page name + query string), read ForwardMsgs until the script run finishes
 (`script_finished` = FINISHED_SUCCESSFULLY; the server's first run of a deep link may end
 early for a rerun first). Counts exception elements (a crash shown in the page) and error
-alerts. Used by the background pre-computation (lib.ui.prewarm), the classroom benchmark
-(bench/classroom.py) and the load test (tests/load/).
+alerts. Used by the background pre-computation (lib.serving.prewarm), `make run`'s start
+(lib.serving.serve), "Prepare this lesson" (lib.ui.lesson_prep), and under the benchmark's
+load client (bench/visitor.py), which opens many at once and measures them.
 """
 from __future__ import annotations
 
@@ -97,13 +98,3 @@ async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 
 def visit(base: str, page: str, query: str = "", timeout_s: float = 600.0, headers: dict | None = None,
           keep_texts: bool = False) -> Visit:
     return asyncio.run(visit_async(base, page, query, timeout_s, headers, keep_texts))
-
-
-def class_of(base: str, visits: list[tuple[str, str]], timeout_s: float = 900.0,
-             keep_texts: bool = False) -> list[Visit]:
-    """Open every (page, query) at once, one session each; their Visits in the same order."""
-    async def run():
-        return await asyncio.gather(*(visit_async(base, p, q, timeout_s, keep_texts=keep_texts)
-                                      for p, q in visits))
-
-    return list(asyncio.run(run()))
