@@ -1,6 +1,7 @@
 """python -m bench [--baseline] [--only core,topic,...]
 python -m bench --classroom [--port 8621] [--settle 90] [--cold]   (bench/classroom.py: 30 sessions)
 python -m bench --live-class [--port 8610] [--sessions 200] [--no-restart]   (bench/live_class.py)
+python -m bench --explore [--port 8631] [--sessions 30] [--reuse-results] [--pages slug,...]   (bench/explore.py)
 
 Core keys (issue 2): load_cold_s, prepare_cold_s, load_warm_s, decode_tok_s, hf_decode_tok_s,
 decode_speedup, bandwidth_bound_tok_s, decode_fraction_of_bound, logits_max_abs_diff,
@@ -34,7 +35,17 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true", help="--classroom: an empty results folder (no persisted results)")
     ap.add_argument("--live-class", action="store_true", help="only the live class benchmark (bench/live_class.py)")
     ap.add_argument("--no-restart", action="store_true", help="--live-class: skip the kill-and-restart scenario")
+    ap.add_argument("--explore", action="store_true", help="only the interactive exploration benchmark (bench/explore.py)")
+    ap.add_argument("--reuse-results", action="store_true", help="--explore: keep the cache folder's results (default: empty)")
+    ap.add_argument("--pages", default="", help="--explore: only these page slugs (comma-separated)")
     a = ap.parse_args()
+    if a.explore:
+        from bench import explore
+
+        out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(["python -m bench"] + sys.argv[1:])}
+        out.update(explore.run(a.port if "--port" in sys.argv else 8631, a.sessions, a.reuse_results, a.pages))
+        print(json.dumps(out, default=float))
+        return
     if a.live_class:
         from bench import live_class
 
@@ -58,7 +69,8 @@ def main() -> None:
     if not only or "core" in only:
         out.update(core.measure_all(baseline=a.baseline, cold=not a.skip_cold))
     topics = [m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
-              if m.name not in ("core", "__main__", "common", "classroom", "browser", "live_class", "live_student") and not m.name.startswith("gpu")]
+              if m.name not in ("core", "__main__", "common", "classroom", "browser", "live_class", "live_student",
+                                "explore", "visitor") and not m.name.startswith("gpu")]
     model = None
     for name in sorted(topics):
         if only and name not in only:

@@ -12,10 +12,12 @@ from lib.serving.page_visit import Visit, visit, visit_async  # noqa: F401  (re-
 
 
 def class_of(base: str, visits: list[tuple[str, str]], timeout_s: float = 900.0,
-             keep_texts: bool = False) -> list[Visit]:
-    """Open every (page, query) at once, one session each; their Visits in the same order."""
+             keep_texts: bool = False, until_complete: bool = False) -> list[Visit]:
+    """Open every (page, query) at once, one session each; their Visits in the same order
+    (`until_complete`: each waits until no st.progress bar is left, page_visit.visit_async)."""
     async def run():
-        return await asyncio.gather(*(visit_async(base, p, q, timeout_s, keep_texts=keep_texts)
+        return await asyncio.gather(*(visit_async(base, p, q, timeout_s, keep_texts=keep_texts,
+                                                  until_complete=until_complete)
                                       for p, q in visits))
 
     return list(asyncio.run(run()))

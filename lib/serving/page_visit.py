@@ -35,6 +35,8 @@ class Visit:
     texts: list[str] = field(default_factory=list)        # markdown (not captions) and alert bodies
     htmls: list[str] = field(default_factory=list)        # st.html bodies (token views)
     failure: str | None = None                            # connection trouble, timeout
+    first_chart_s: float | None = None                    # when the first Plotly chart arrived
+    progress_left: int = 0                                # st.progress bars still shown at the end
 
     @property
     def crashed(self) -> bool:
@@ -42,9 +44,12 @@ class Visit:
 
 
 async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 600.0,
-                      headers: dict | None = None, keep_texts: bool = False) -> Visit:
+                      headers: dict | None = None, keep_texts: bool = False,
+                      until_complete: bool = False) -> Visit:
     """Open `page` (url path, "" for the default page) with `query` ("lang=id&T=0.7") on the
-    server at `base` (http://127.0.0.1:PORT) and wait for its script run to finish."""
+    server at `base` (http://127.0.0.1:PORT) and wait for its script run to finish; with
+    `until_complete`, also for the fragment runs after it, until a run finishes with no
+    `st.progress` bar left on the page (the completion contract, issue 29)."""
     import websockets
 
     v = Visit(page, query)
@@ -54,6 +59,7 @@ async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 
     back.rerun_script.page_name = page
     back.rerun_script.widget_states.SetInParent()
     t0 = time.perf_counter()
+    shown: dict[tuple, str] = {}                          # delta path -> the element there now
     try:
         async with websockets.connect(url, subprotocols=["streamlit"], max_size=None, open_timeout=60,
                                       additional_headers=headers or {}, ping_interval=None) as ws:
@@ -70,6 +76,9 @@ async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 
                         el = msg.delta.new_element
                         v.elements += 1
                         what = el.WhichOneof("type")
+                        shown[tuple(msg.metadata.delta_path)] = what
+                        if what == "plotly_chart" and v.first_chart_s is None:
+                            v.first_chart_s = time.perf_counter() - t0
                         if what == "exception":
                             where = " <- ".join(line.strip() for line in list(el.exception.stack_trace)[-6:][::-1])
                             v.exceptions.append(f"{el.exception.type}: {el.exception.message}"[:500] + f" at {where[:1500]}")
@@ -86,7 +95,9 @@ async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 
                     elif kind == "script_finished":
                         if msg.script_finished in (DONE, COMPILE_ERROR):
                             v.finished = msg.script_finished == DONE
-                            break
+                            v.progress_left = sum(1 for what in shown.values() if what == "progress")
+                            if not (until_complete and v.finished and v.progress_left):
+                                break
     except TimeoutError:
         v.failure = f"no script_finished within {timeout_s:.0f} s"
     except Exception as e:  # noqa: BLE001 - a refused or dropped connection is a failed visit
@@ -96,5 +107,5 @@ async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 
 
 
 def visit(base: str, page: str, query: str = "", timeout_s: float = 600.0, headers: dict | None = None,
-          keep_texts: bool = False) -> Visit:
-    return asyncio.run(visit_async(base, page, query, timeout_s, headers, keep_texts))
+          keep_texts: bool = False, until_complete: bool = False) -> Visit:
+    return asyncio.run(visit_async(base, page, query, timeout_s, headers, keep_texts, until_complete))

@@ -153,6 +153,8 @@ def _run(base_url: str, port: int) -> None:
         if v.crashed:
             status["failed"].append(f"{page}?{query}: {v.failure or v.exceptions[:1] or 'not finished'}")
     status.update(state="done", seconds=time.perf_counter() - t0)
+    print(f"[prewarm] done: {status['done']} default states in {status['seconds']:.0f} s, "
+          f"{len(status['failed'])} failed", flush=True)      # the benchmark waits for this line
 
 
 @contextmanager

@@ -7,10 +7,18 @@ A widget made here
 
 Parameters no widget on the page claimed are dropped from the URL with a note (`finish`).
 Widget keys are namespaced by page (`temperature.T`), URL names are short (`T`).
+
+Every control also records its range as URL values (`CONTROLS[page][name]`: its kind, default
+and the values at both ends and one between). With `LLM_LAB_CONTROLS_OUT=<file>` set, the
+server writes that record to the file after each script run: how `python -m bench --explore`
+learns, from a real server, which value of which control to try on every page.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
+import threading
 from typing import Callable, Sequence
 
 import streamlit as st
@@ -18,6 +26,14 @@ import streamlit as st
 from lib.ui.i18n import BAD_LANG, LANG_PARAM, LANGS
 
 GLOBAL_PARAMS = {LANG_PARAM}  # owned by the app shell
+CONTROLS: dict[str, dict[str, dict]] = {}     # page -> URL name -> {kind, default, values}
+_controls_lock = threading.Lock()
+
+
+def _ends_and_middle(values: Sequence[str]) -> list[str]:
+    """First, middle and last of `values`, without repeats."""
+    picked = [values[0], values[len(values) // 2], values[-1]] if values else []
+    return list(dict.fromkeys(picked))
 
 
 class UrlState:
@@ -48,6 +64,10 @@ class UrlState:
                     value = default
             st.session_state[key] = value
         return key
+
+    def _record(self, name: str, kind: str, default: str, values: Sequence[str]) -> None:
+        CONTROLS.setdefault(self.page, {})[name] = {"kind": kind, "default": default,
+                                                    "values": _ends_and_middle(list(values))}
 
     def _publish(self, name: str, value, default, fmt=str) -> None:
         if value == default:
@@ -81,6 +101,10 @@ class UrlState:
             return self._clamp(name, cast(v), lo, hi)
 
         key = self._init(name, default, parse)
+        url = (lambda v: str(int(v))) if is_int else (lambda v: f"{v:g}")
+        grid = step or (1 if is_int else 0.01)
+        middle = cast(round(lo + round((hi - lo) / 2 / grid) * grid, 10))     # on the slider's grid
+        self._record(name, "number", url(default), [url(lo), url(middle), url(hi)])
         comma = not is_int and getattr(self.t, "lang", "en") != "en"
         self._keep_value_across_widget_kinds(key, "comma" if comma else "plain")
         if comma:
@@ -123,6 +147,7 @@ class UrlState:
             return by_text[raw]
 
         key = self._init(name, default, parse)
+        self._record(name, "select", str(default), list(by_text))
         if radio:
             value = container.radio(label, options, key=key, format_func=format_func, help=help,
                                     horizontal=horizontal)
@@ -143,6 +168,8 @@ class UrlState:
             return [by_text[s] for s in items]
 
         key = self._init(name, list(default), parse)
+        self._record(name, "multiselect", ",".join(map(str, default)),
+                     [",".join(list(by_text)[:1]), ",".join(by_text)])
         value = container.multiselect(label, options, key=key, format_func=format_func, help=help)
         self._publish(name, list(value), list(default), fmt=lambda v: ",".join(map(str, v)))
         return value
@@ -154,6 +181,7 @@ class UrlState:
             return raw.lower() in ("1", "true")
 
         key = self._init(name, default, parse)
+        self._record(name, "checkbox", "1" if default else "0", ["0", "1"])
         value = container.checkbox(label, key=key, help=help)
         self._publish(name, value, default, fmt=lambda v: "1" if v else "0")
         return value
@@ -167,6 +195,7 @@ class UrlState:
             return raw
 
         key = self._init(name, default, parse)
+        self._record(name, "text", default, [])
         if area:
             value = container.text_area(label, key=key, max_chars=max_chars, help=help, height=height)
         else:
@@ -181,6 +210,7 @@ class UrlState:
             return self._clamp(name, v, lo, hi)
 
         key = self._init(name, default, parse)
+        self._record(name, "integer", str(default), [str(lo), str((lo + hi) // 2), str(hi)])
         value = container.number_input(label, lo, hi, key=key, step=1, help=help)
         self._publish(name, int(value), default)
         return int(value)
@@ -194,3 +224,10 @@ class UrlState:
         for name in self.unclaimed():
             self.notes.append(self.t("note_unknown_param", name=name[:40]))
             del st.query_params[name]
+        out = os.environ.get("LLM_LAB_CONTROLS_OUT")
+        if out:
+            with _controls_lock:
+                tmp = f"{out}.{threading.get_ident()}.tmp"
+                with open(tmp, "w") as f:
+                    json.dump(CONTROLS, f, indent=1)
+                os.replace(tmp, out)

@@ -37,6 +37,12 @@ def test_page_runs_in_both_languages(concept, lang):
     bad = [b for text in rendered_texts(at) for b in bad_numbers(text, lang)]
     assert not bad, "\n".join(bad)
     assert set(figure_separators(at)) <= {SEPARATORS[lang]}, figure_separators(at)
+    # The completion contract (issue 29): a finished page leaves no progress bar behind.
+    assert not at.get("progress"), [p.proto for p in at.get("progress")][:2]
+    # Every control recorded its range as URL values (what `python -m bench --explore` tries).
+    from lib.ui.state import CONTROLS
+
+    assert all(c["values"] or c["kind"] == "text" for c in CONTROLS.get(concept.slug, {}).values())
 
 
 @pytest.mark.parametrize("concept", PAGES, ids=[c.slug for c in PAGES])
