@@ -38,12 +38,14 @@ def main() -> None:
     ap.add_argument("--explore", action="store_true", help="only the interactive exploration benchmark (bench/explore.py)")
     ap.add_argument("--reuse-results", action="store_true", help="--explore: keep the cache folder's results (default: empty)")
     ap.add_argument("--pages", default="", help="--explore: only these page slugs (comma-separated)")
+    ap.add_argument("--no-prewarm", action="store_true", help="--explore: no background pre-computation (a quick look)")
     a = ap.parse_args()
     if a.explore:
         from bench import explore
 
         out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(["python -m bench"] + sys.argv[1:])}
-        out.update(explore.run(a.port if "--port" in sys.argv else 8631, a.sessions, a.reuse_results, a.pages))
+        out.update(explore.run(a.port if "--port" in sys.argv else 8631, a.sessions, a.reuse_results, a.pages,
+                               prewarm=not a.no_prewarm))
         print(json.dumps(out, default=float))
         return
     if a.live_class:

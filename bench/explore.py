@@ -123,7 +123,27 @@ def summary(rows: list[dict], prefix: str) -> dict:
             f"{prefix}_first_chart_over_1s": sum(f > 1.0 for f in firsts)}
 
 
-def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only: str = "") -> dict:
+def stale_work_stops(url: str, alone: list[dict], pages: int = 3) -> list[dict]:
+    """On the pages whose own prompt took longest alone: a new own prompt, then, 1 s later, back
+    to the default (bench/stale_work.py). `stale_stop_s`: how long the stale prompt still held
+    the session; without cancellation it would be about `slow_alone_s` - 1."""
+    from bench.stale_work import change_twice
+
+    slow = sorted((r for r in alone if r["change"] == "own prompt (en)" and not r["crashed"]),
+                  key=lambda r: -r["complete_s"])[:pages]
+    out = []
+    for r in slow:
+        prompt = urllib.parse.urlencode({"prompt": OWN["en"].format(tag=RUN_TAG + " C.")})
+        back = change_twice(url, r["page"], prompt, "")
+        default = change_twice(url, r["page"], "", "", delay_s=0.0)      # the default alone, cached
+        out.append({"page": r["page"], "slow_alone_s": r["complete_s"], "back_to_default_s": round(back, 2),
+                    "default_alone_s": round(default, 2), "stale_stop_s": round(max(0.0, back - default), 2)})
+        _say(f"stale work on {r['page']}: {out[-1]}")
+    return out
+
+
+def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only: str = "",
+        prewarm: bool = True) -> dict:
     from bench.visitor import class_of, visit
     from lib.concepts.catalog import CONCEPTS
 
@@ -134,6 +154,8 @@ def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only:
     env = {"LLM_LAB_CONTROLS_OUT": str(controls_file)}
     if not reuse_results:
         env["LLM_LAB_RESULTS"] = str(Path(work.name) / "results")
+    if not prewarm:                       # a quick look: each page's default opened by this visitor
+        env["LLM_LAB_PREWARM"] = "0"
     log_path = Path(work.name) / "server.log"
     log = open(log_path, "wb")
     proc, url = start_server(port, env, log, serve=True)
@@ -141,8 +163,10 @@ def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only:
     try:
         t0 = time.perf_counter()
         _say(f"server up at {url}; waiting for the background pre-computation")
-        out["explore_prewarm"] = wait_for_prewarm(log_path, proc)
+        out["explore_prewarm"] = wait_for_prewarm(log_path, proc) if prewarm else "off"
         out["explore_prewarm_wait_s"] = round(time.perf_counter() - t0)
+        defaults = [visit(url, page, "", timeout_s=VISIT_TIMEOUT_S, until_complete=True) for page in pages]
+        out["explore_default_crashed"] = [v.page for v in defaults if v.crashed]
         controls = json.loads(controls_file.read_text())
         todo = cases(controls, pages)
         _say(f"{out['explore_prewarm']}; {len(todo)} changes, one visitor at a time")
@@ -160,6 +184,7 @@ def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only:
             [r["complete_s"] for r in alone if r["change"].startswith("own prompt") and not r["crashed"]] or [0]), 2)
         out["explore_one_slowest"] = sorted(alone, key=lambda r: -r["complete_s"])[:12]
         out["explore_one_rows"] = alone
+        out["explore_stale"] = stale_work_stops(url, alone)
         # thirty at once: changes nobody made yet (controls between their ends, new prompts)
         mix = class_mix(cases(controls, pages, tag=RUN_TAG + " B.", where=("middle",)), pages, sessions)
         _say(f"{len(mix)} sessions at once")
