@@ -39,7 +39,7 @@ def test_the_rivals_catch_what_they_are_for():
               "garis hasil fitting", "token teratas ber-p = 0,5", "Mengkuantisasi cache",
               "baris ber-mask", "Padding yang di-mask", "tarikan ber-seed", "nilai di-clip",
               "seluruh awalannya", "keluaran atensi engine", "Pada heatmap", "Invarian allocator",
-              "alih-alih menggusur", "galat clipping"]
+              "alih-alih menggusur", "galat clipping", "token per pemanggilan target"]
     fine = ["4 permintaan sudah dalam fase decode", "Prefix caching menyimpan", "dekoding greedy",
             "prefiks bersama", "linimasa", "garis regresi", "Menguantisasi cache", "langkah decode",
             "baris dengan mask", "tarikan dengan seed tetap", "nilai dipotong", "posisi ke-k",
