@@ -35,7 +35,7 @@ T = len(tokens)
 results = checks.page_checks(hm, measured, spec.n_heads, spec.n_kv_heads, t)
 
 # ---- the heads' maps ---------------------------------------------------------------------------
-st.subheader(t("maps_title"))
+st.subheader(t("maps_title", H=spec.n_heads, Hkv=spec.n_kv_heads))
 H = spec.n_heads
 off = hm.head_distance[~np.eye(H, dtype=bool)] if H > 1 else np.zeros(1)
 differ = bool(off.max() > checks.DIFFER_MIN_TV)

@@ -83,7 +83,7 @@ stage(3, "layers", "attention-scaling", "gqa", "rope-shift", "sliding-window", "
 n_local = sum(w is not None for w in spec.windows)
 st.markdown(t("layers_text", L=spec.n_layers, local=n_local, glob=spec.n_layers - n_local,
               H=spec.n_heads, Hkv=spec.n_kv_heads, attn=g("attention"), mlp=g("mlp"), kv=g("kv_cache"),
-              layer=g("layer"), resid=g("residual_stream")))
+              layer=g("layer"), resid=g("residual_stream"), T=n_tok, D=D))
 rows = lt.last_token_attention(tr)                                               # (L, T)
 page.figure(plots.attention_stack_figure(rows, layer_names, tokens,
                                          {"title": t("fig_stack_title", tok=tokens[-1]), "x": t("fig_key"),
@@ -122,7 +122,7 @@ page.figure(plots.layer_detail_figure(lay.attn, tokens, heads, {"title": t("fig_
             f"attention_layer{layer}", {"head": [h for h in range(spec.n_heads) for _ in range(n_tok)],
                                         **{f"key{j}": lay.attn[:, :, j].reshape(-1).tolist() for j in range(n_tok)}})
 ent = [lt.entropy_bits(lay.last_row[h]) for h in range(spec.n_heads)]
-st.caption(t("detail_caption", lo=min(ent), hi=max(ent), ent=g("entropy")))
+st.caption(t("detail_caption", lo=min(ent), hi=max(ent), ent=g("entropy"), H=spec.n_heads))
 pk = lt.peak(lay.mlp_act)
 page.figure(plots.vector_figure(lay.mlp_act, t("fig_mlp_title", l=layer, I=lay.mlp_act.shape[0], tok=tokens[-1]),
                                 t("fig_channel"), t("fig_value"), "#e0701b"),

@@ -16,6 +16,7 @@ from lib.ui.page import ConceptPage
 BLOCK_SIZES = (8, 16, 32)
 SHIFTS = (1, 4, 16, 64)
 TIME_REPEATS = 5
+B_CAP = 256                      # prompt B is cut to this many tokens (the note says so)
 
 page = ConceptPage("prefix-caching")
 t = page.t
@@ -33,13 +34,13 @@ if edit:
     b_text = prefix_cache.one_char_edit(b_text)
     right.caption(t("edited", text=b_text[:60]))
 try:
-    b = encode_prompt(m.tokenizer, b_text, 256)
+    b = encode_prompt(m.tokenizer, b_text, B_CAP)
 except EmptyPrompt:
     right.warning(t("empty_b"))
     page.finish()
     st.stop()
 if b.truncated_from:
-    page.notes.append(t("note_b_truncated", n=b.truncated_from))
+    page.notes.append(t("note_b_truncated", n=b.truncated_from, cap=B_CAP))
 
 A, B = list(a.ids), list(b.ids)
 lcp = prefix_cache.common_prefix_len(A, B)

@@ -82,7 +82,7 @@ if page.predict("joint", t("predict_joint_q", q=tokens[qi], k=tokens[key], hi=in
     page.figure(fig, "score_vs_shift", {"delta": shifts.tolist(), "score_both_shifted": joint.tolist(),
                                         "score_key_shifted": key_only.tolist()})
     st.caption(t("score_caption", s=float(joint[0]), spread=float(np.ptp(joint)), lo=float(key_only.min()),
-                 hi=float(key_only.max())))
+                 hi=float(key_only.max()), n=len(shifts)))
 
 # ---- moving a real KV cache ----------------------------------------------------------------------------
 st.subheader(t("cache_title"))

@@ -38,7 +38,9 @@ else:
     left.code(sp.PRESETS[workload], language="python" if workload == "easy" else None)
 gammas = page.state.multiselect("gammas", t("gammas_label"), GAMMAS, (2, 4), container=right) or [2]
 gammas = sorted(gammas)
-k = page.state.number_slider("k", t("k_label"), 1, L - 1, min(6, L - 1), help=t("k_help"), container=right)
+subset = frequent_tokens(m.tokenizer, (long_text(),), prompt.ids)   # the small LM head's token ids
+k = page.state.number_slider("k", t("k_label"), 1, L - 1, min(6, L - 1), help=t("k_help", n=len(subset)),
+                             container=right)
 c1, c2 = right.columns(2)
 n_new = page.state.number_slider("n", t("n_label"), 8, 48, 12, step=4, container=c1)
 T = page.state.select("T", t("t_label"), TEMPS, 0.0,
@@ -46,7 +48,6 @@ T = page.state.select("T", t("t_label"), TEMPS, 0.0,
 seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, container=c2) if T > 0 else 0
 
 drafts = (("lookup", 3), ("early_small", k))
-subset = frequent_tokens(m.tokenizer, (long_text(),), prompt.ids)   # ~1,600 token ids
 eos = tuple(m.spec.eos_ids)
 
 # ---- the measurements (long: every run timed alone, repeated, median) ------------------------

@@ -2,7 +2,8 @@
 
 `rendered_texts(at)` collects the visible text of an AppTest run: markdown, titles, subheaders,
 captions, alerts, widget labels and options, table cells and every text of a Plotly figure (title, axis titles, tick texts,
-trace names, texts, hover texts and templates, annotations). `bad_numbers(text, lang)` returns
+trace names, texts, hover texts and templates, annotations) and the hover texts of st.html
+bodies (the token chips' `title` attributes). `bad_numbers(text, lang)` returns
 every number written the wrong way for `lang`:
 
 - en writes 20,000.5: a comma must group thousands (1-3 digits, then groups of exactly 3), so
@@ -17,7 +18,8 @@ every number written the wrong way for `lang`:
 
 Named exemptions (each a rule, not a list of cases):
 - YEAR: a 4-digit 1900-2099 (papers, dates);
-- ID: digits right after "id", "ID", "#", "token", "port", "seed", "arXiv:", "doi:", "§", or inside
+- ID: digits right after "id", "ID", "#", "token", "port", "seed", "arXiv:", "doi:", "§", "channel" /
+  "kanal" (a channel index names a channel: "kanal 1634"), or inside
   brackets like "[2364]"; a number followed by its token text in parentheses ("236761 (.)");
   the cells of a table column whose header names ids ("ids", "ID token") — identifiers, not
   quantities;
@@ -28,16 +30,19 @@ Named exemptions (each a rule, not a list of cases):
 """
 from __future__ import annotations
 
+import html
 import json
 import re
 
 # A number standing alone: digits with inner separators, not glued to letters/underscores.
 NUMBER = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)*)(?![\w])")
-ID_BEFORE = re.compile(r"(?:\bid|\bID|#|\btoken|\bport|\bseed|\barXiv|\bdoi|§):?\s*$")
+ID_BEFORE = re.compile(r"(?:\bid|\bID|#|\btoken|\bport|\bseed|\barXiv|\bdoi|§|\bchannel|\bkanal):?\s*$")
 TOKEN_TEXT_AFTER = re.compile(r" \((?![\d−-])[^()\n]{1,12}\)")        # "236761 (.)": an id and its token
 ID_HEADER = re.compile(r"\bids?\b", re.I)
-EN_OK = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d{1,4})(?:\.\d+)?$")
-ID_OK = re.compile(r"^(?:\d{1,3}(?:\.\d{3})+|\d{1,4})(?:,\d+)?$")
+# A thousands group never starts with 0: "0.943" in Indonesian and "0,943" in English are decimals
+# written the other language's way, not 943 grouped.
+EN_OK = re.compile(r"^(?:[1-9]\d{0,2}(?:,\d{3})+|\d{1,4})(?:\.\d+)?$")
+ID_OK = re.compile(r"^(?:[1-9]\d{0,2}(?:\.\d{3})+|\d{1,4})(?:,\d+)?$")
 RUN_IN_ID = re.compile(r"(?<![\w.,])\d+, \d+,\d+")           # "17, 19,3": a list of decimal commas
 RUN_IN_SPACE = re.compile(r"(?<![\w.,−-])\d+(?:[.,]\d+)* \d+(?:[.,]\d+)*(?![\w×])")    # "28 31,66"
 
@@ -141,4 +146,15 @@ def rendered_texts(at) -> list[str]:
                 parts += [x for x in value[col].tolist() if isinstance(x, str)]
     for e in at.get("plotly_chart"):
         parts += _figure_texts(json.loads(e.proto.spec))
+    for e in at.get("html"):                                    # st.html: token chips' hover texts
+        parts += html_titles(e.proto.body)
     return [str(p) for p in parts if p]
+
+
+TITLE = re.compile(r'\btitle="([^"]*)"')
+
+
+def html_titles(body: str) -> list[str]:
+    """The hover texts (`title="…"` attributes) of an st.html body, unescaped: what a visitor
+    reads when pointing at a token chip (probabilities, ranks, kept counts)."""
+    return [html.unescape(m.group(1)) for m in TITLE.finditer(body or "")]

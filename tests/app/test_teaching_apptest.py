@@ -2,7 +2,8 @@
 both languages, the presenter view, and the glossary's link helper."""
 import pytest
 
-from lib.ui.i18n import load_texts
+from lib.ui.i18n import SEPARATORS, load_texts
+from tests.app.number_format import bad_numbers, figure_separators, rendered_texts
 from tests.app.open_page import all_text, open_page
 
 pytestmark = pytest.mark.real_model
@@ -16,6 +17,10 @@ def test_teaching_page_renders_in_both_languages(slug, lang):
     assert not at.exception, [e.value for e in at.exception]
     title = load_texts(slug)[lang]["title"]
     assert any(title in x.value for x in at.title), [x.value for x in at.title]
+    # Numbers written for the language here too (issue 33): text, tables, figures, token hover texts.
+    bad = [b for text in rendered_texts(at) for b in bad_numbers(text, lang)]
+    assert not bad, "\n".join(bad)
+    assert set(figure_separators(at)) <= {SEPARATORS[lang]}, figure_separators(at)
 
 
 def test_presenter_view_hides_the_code_and_downloads():

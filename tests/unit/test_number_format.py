@@ -7,13 +7,14 @@ from tests.app.number_format import bad_numbers
 WRONG = [("Langkah 13 (4819 → 5.281 ms", "id"), ("Step 13 (1224 → 1,672 ms", "en"), ("(17, 19,3 dtk)", "id"),
          ("4 sink + 28 31,66", "id"), ("4 sinks + 28 31.66", "en"), ("p = 0.5", "id"), ("p = 0,5", "en"),
          ("1,000,000 token", "id"), ("12345 tokens", "en"), ("12345 token", "id"), ("1.5×", "id"),
-         ("0.1807200.0701460.036788", "en")]
+         ("0.1807200.0701460.036788", "en"), ("p = 0.943", "id"), ("p = 0,943", "en")]
 RIGHT = [("Langkah 13 (4.819 → 5.281 ms", "id"), ("Step 13 (1,224 → 1,672 ms", "en"), ("(17; 19,3 dtk)", "id"),
          ("12.345 token", "id"), ("12,345 tokens", "en"), ("0,543", "id"), ("0.543", "en"), ("(2023)", "en"),
          ("token 2364", "id"), ("int8, fp16, 2ⁿ", "id"), ("p = 0,05; α = 1,5", "id"), ("2 × 18 lapisan", "id"),
          ("http://localhost:8625/temperature?T=0.5", "id"), ("`x = 0.5`", "id"), ("262.144 token", "id"),
          ("262,144 tokens", "en"), ("−3,5", "id"), ("[0.5, 1]", "en"), ("lapisan 5, 11, 17", "id"), ("L = 5", "en"),
-         ("Token ids that end a hypothesis: 1 (<eos>), 236761 (.), 236881 (?)", "en"), ("[arXiv 1706.03762], §3.2.1", "id")]
+         ("Token ids that end a hypothesis: 1 (<eos>), 236761 (.), 236881 (?)", "en"), ("[arXiv 1706.03762], §3.2.1", "id"),
+         ("kanal 1634 (1,20)", "id"), ("channel 1634 (1.20)", "en")]
 
 
 @pytest.mark.parametrize("text,lang", WRONG)
@@ -24,3 +25,15 @@ def test_a_wrongly_written_number_is_caught(text, lang):
 @pytest.mark.parametrize("text,lang", RIGHT)
 def test_a_correctly_written_number_passes(text, lang):
     assert not bad_numbers(text, lang), (text, bad_numbers(text, lang))
+
+
+def test_token_chip_hover_texts_are_scanned():
+    """st.html bodies: the token chips' `title` attributes (hover texts) are read, unescaped."""
+    from tests.app.number_format import html_titles
+
+    body = ('<div class="token-view"><span title="␣Paris: akhir 0.943, model 0,901, peringkat 1&#10;'
+            '  ␣Lyon  model 0,012 → akhir 0,010" style="background:#8f8">␣Paris</span>'
+            '<span title="#3">x</span></div>')
+    titles = html_titles(body)
+    assert titles[0].startswith("␣Paris: akhir 0.943") and "\n" in titles[0] and titles[1] == "#3"
+    assert [b for t in titles for b in bad_numbers(t, "id")] == ["“␣Paris: akhir 0.943, model 0,901, peringkat ” (0.943)"]

@@ -36,9 +36,15 @@ def test_the_rivals_catch_what_they_are_for():
     """The patterns are not vacuous: each sample of the issue is caught, its fix is not."""
     caught = ["4 request sudah sedang decode", "masing-masing men-decode satu token", "mem-prefill",
               "dibandingkan decoding greedy", "memakai ulang prefix bersama", "Timeline: titik",
-              "garis hasil fitting", "token teratas ber-p = 0,5", "Mengkuantisasi cache"]
+              "garis hasil fitting", "token teratas ber-p = 0,5", "Mengkuantisasi cache",
+              "baris ber-mask", "Padding yang di-mask", "tarikan ber-seed", "nilai di-clip",
+              "seluruh awalannya", "keluaran atensi engine", "Pada heatmap", "Invarian allocator",
+              "alih-alih menggusur", "galat clipping", "token per pemanggilan target"]
     fine = ["4 permintaan sudah dalam fase decode", "Prefix caching menyimpan", "dekoding greedy",
-            "prefiks bersama", "linimasa", "garis regresi", "Menguantisasi cache", "langkah decode"]
+            "prefiks bersama", "linimasa", "garis regresi", "Menguantisasi cache", "langkah decode",
+            "baris dengan mask", "tarikan dengan seed tetap", "nilai dipotong", "posisi ke-k",
+            "kanal-kanal", "masing-masing", "keluaran atensi mesin", "pemotongan (clipping)",
+            "peta panas", "alokator", "membuang entri"]
     every = [p for ps in RIVALS.values() for p in ps]
     for text in caught:
         assert any(p.search(text) for p in every), text
