@@ -61,48 +61,49 @@ def fresh(monkeypatch, tmp_path):
 
 def test_a_stale_computation_stops_and_is_not_kept(fresh):
     m = memo.Memo(steps, arg_key)
-    done, session_wants = [], threading.Event()
-    session_wants.set()
-    threading.Timer(0.1, session_wants.clear).start()       # the student moves the slider again
-    with wanted_while(session_wants.is_set), pytest.raises(Cancelled):
+    done = []
+    with wanted_while(lambda: len(done) < 5), pytest.raises(Cancelled):   # unwanted after step 5
         m(200, done.append)
-    assert 0 < len(done) < 200
+    assert done == [0, 1, 2, 3, 4]                     # stopped at the next step, not at the end
     again = []
-    assert m(5, again.append) == 5 and again == list(range(5))    # the next caller computes afresh
+    assert m(3, again.append) == 3 and again == [0, 1, 2]   # nothing half-done was kept
+
+
+def wait_until(condition, timeout_s: float = 60.0) -> None:
+    end = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < end:
+        time.sleep(0.005)
 
 
 def test_a_result_another_session_waits_for_is_never_stopped(fresh):
     m = memo.Memo(steps, arg_key)
-    owner_done, got, owner_wants = [], [], threading.Event()
-    owner_wants.set()
-
-    def owner():
-        try:
-            with wanted_while(owner_wants.is_set):
-                got.append(("owner", m(40, owner_done.append)))
-        except Cancelled:
-            got.append(("owner", "cancelled"))
-
-    t = threading.Thread(target=owner)
-    t.start()
-    time.sleep(0.05)
-    waiter = threading.Thread(target=lambda: got.append(("waiter", m(40, owner_done.append))))
+    owner_done, got, owner_leaves = [], [], threading.Event()
+    owner = threading.Thread(target=lambda: got.append(
+        ("owner", _run_wanted(lambda: not owner_leaves.is_set(), lambda: m(40, owner_done.append, 0.02)))))
+    owner.start()
+    wait_until(lambda: len(owner_done) >= 2)
+    waiter = threading.Thread(target=lambda: got.append(("waiter", m(40, owner_done.append, 0.02))))
     waiter.start()
-    time.sleep(0.1)
-    owner_wants.clear()                                # the owner's student leaves; the waiter stays
-    t.join(10)
-    waiter.join(10)
+    wait_until(lambda: any(f.waiters for f in list(memo._inflight.values())) or len(owner_done) == 40)
+    owner_leaves.set()                                 # the owner's student leaves; the waiter stays
+    owner.join(60)
+    waiter.join(60)
     assert ("waiter", 40) in got
-    assert len(owner_done) == 40                       # computed once, to the end, for the waiter
+    assert owner_done == list(range(40))               # computed once, to the end, for the waiter
+
+
+def _run_wanted(probe, fn):
+    try:
+        with wanted_while(probe):
+            return fn()
+    except Cancelled:
+        return "cancelled"
 
 
 def test_started_calls_carry_the_callers_probe():
-    done, wants = [], threading.Event()
-    wants.set()
-    with wanted_while(wants.is_set):
-        started = jobs.start(lambda: steps(300, done.append))
-        time.sleep(0.1)
-        wants.clear()
+    done = []
+    with wanted_while(lambda: len(done) < 7):
+        started = jobs.start(lambda: steps(300, done.append, 0.0))
         with pytest.raises(Cancelled):
             started.results()
-    assert 0 < len(done) < 300
+    assert done == list(range(7))
