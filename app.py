@@ -1,15 +1,13 @@
 """LLM Inference Lab: entry point. Start-of-server work, page config, the shared sidebar,
 navigation; nothing else."""
-from lib.ui import startup
+# First: importing lib.ui starts the server's work once (lib/ui/__init__.py -> lib/ui/startup.py:
+# heavy imports before any page code runs, thirty sessions may start at once).
+from lib.ui.boot import leave_pages_folder_mode
+import streamlit as st
 
-startup.once()  # heavy imports before any page code runs (thirty sessions may start at once)
-
-import streamlit as st  # noqa: E402
-
-from lib.serving import memo, prewarm, streamlit_adapter  # noqa: E402
-from lib.ui.boot import leave_pages_folder_mode  # noqa: E402
-from lib.ui.i18n import BAD_LANG  # noqa: E402
-from lib.ui.present import presenter_view  # noqa: E402
+from lib.serving import memo, prewarm, streamlit_adapter
+from lib.ui.i18n import BAD_LANG
+from lib.ui.present import presenter_view
 
 # background pre-computation waits while a visitor's script runs; a computation this session no
 # longer wants (a control moved again, the tab closed) stops between forward steps

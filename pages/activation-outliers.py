@@ -1,16 +1,12 @@
 """Activation outliers (CONCEPTS.md §18): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import numpy as np
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.activation_outliers import checks
 from lib.concepts.activation_outliers import figures as plots
 from lib.core.quantization import activation_capture as ac
 from lib.core.quantization import quantize as qz
-from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
 BITS = (8, 4, 2)

@@ -1,15 +1,11 @@
 """Attention logit scaling (CONCEPTS.md §8): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import numpy as np
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.attention_scaling import attention_scaling as scaling
 from lib.concepts.attention_scaling import checks
 from lib.concepts.attention_scaling import figures as plots
-from lib.ui import runtime
 from lib.model.tokens import token_texts
 from lib.ui.page import ConceptPage
 

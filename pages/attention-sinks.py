@@ -1,17 +1,13 @@
 """Attention sinks (CONCEPTS.md §13): widgets and layout only; numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import numpy as np
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.attention_sinks import attention_mass
 from lib.core.cache import policy as cp
 from lib.reference import policy_checks
 from lib.decoding import policy_generation
 from lib.decoding import streaming_eval
-from lib.ui import runtime
 from lib.concepts.attention_sinks import checks
 from lib.model.long_text import long_text
 from lib.concepts.attention_sinks import figures as plots

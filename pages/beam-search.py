@@ -1,14 +1,10 @@
 """Beam search length normalization (CONCEPTS.md §5): widgets and layout only; numbers from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import numpy as np
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.beam_search import beam_rerank, beam_search, beam_steps, checks
 from lib.decoding import generate
-from lib.ui import runtime
 from lib.concepts.beam_search.beam_search_hf import generate_beam_search, search_with_parity
 from lib.concepts.beam_search import figures as plots
 from lib.decoding.sampling import SamplingConfig

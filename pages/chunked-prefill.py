@@ -1,13 +1,9 @@
 """Chunked prefill (CONCEPTS.md §16): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.chunked_prefill import checks, chunked_prefill, narrate, real_schedule, scheduler_sim
 from lib.concepts.chunked_prefill import figures as plots
-from lib.ui import runtime
 from lib.ui.page import ConceptPage
 from lib.ui.step_through import step_through
 

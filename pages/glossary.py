@@ -1,9 +1,5 @@
 """Glossary (issue 14 §5): every term with its definition and the pages that use it.
 Texts: assets/text/glossary.toml; the term list and links: lib/ui/glossary.py."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import streamlit as st
 
 from lib.ui import glossary

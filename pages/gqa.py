@@ -1,15 +1,11 @@
 """Grouped-query attention (CONCEPTS.md §9): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import numpy as np
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.gqa import checks, gqa
 from lib.concepts.gqa import figures as plots
 from lib.model.tokens import token_texts
-from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
 CONTEXTS = tuple(2 ** i for i in range(7, 16))        # 128 … 32,768 tokens

@@ -1,8 +1,4 @@
 """Home: what the app is, how to use it in class, the map of all concepts, the model's facts."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import streamlit as st
 
 from lib.ui import runtime

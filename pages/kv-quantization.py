@@ -1,16 +1,12 @@
 """KV cache quantization (CONCEPTS.md §17): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import numpy as np
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.kv_quantization import checks, kv_quant as kq
 from lib.concepts.kv_quantization import figures as plots
 from lib.core.quantization import quantize as qz
 from lib.core.cache.quantized import Packed, QuantizedKVCache
-from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
 GRID_BITS = (8, 4, 2)

@@ -1,16 +1,12 @@
 """Lessons (issue 14 §4): curated paths through the pages, one step at a time, with a
 worksheet and a live answer key. Data: lib/concepts/lessons/; UI helpers: lib/ui/lessons.py."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import streamlit as st
 
 from urllib.parse import parse_qsl
 
+from lib.ui import estimate, lesson_pdf, lesson_prep, runtime
 from lib.concepts.lessons.catalog import BY_ID, LESSONS
 from lib.serving import memo
-from lib.ui import estimate, lesson_pdf, lesson_prep, runtime
 from lib.ui import lessons as ui
 from lib.ui import live_lesson
 from lib.ui.glossary import page_title

@@ -1,20 +1,16 @@
 """The life of a token (issue 14 §6): one prompt through tokenizer -> embedding -> layers
 (attention, KV cache, MLP) -> final norm -> logits -> bias -> temperature -> top-k -> top-p ->
 sample. Widgets and layout only: the trace is lib/concepts/life_of_a_token/trace.py."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import math
 
 import streamlit as st
 
+from lib.ui import glossary, runtime
 from lib.concepts.catalog import PAGES_DIR
 from lib.concepts.life_of_a_token import figures as plots
 from lib.concepts.life_of_a_token import trace as lt
 from lib.decoding.sampling import SamplingConfig
 from lib.model.tokens import token_texts
-from lib.ui import glossary, runtime
 from lib.ui.page import ConceptPage
 
 page = ConceptPage("life-of-a-token", icon="🧬")

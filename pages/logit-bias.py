@@ -1,15 +1,11 @@
 """Logit bias (CONCEPTS.md §4): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import math
 
 import numpy as np
 import streamlit as st
 
-from lib.decoding import generate
 from lib.ui import runtime
+from lib.decoding import generate
 from lib.concepts.logit_bias import checks, logit_bias as lb
 from lib.concepts.logit_bias import figures as plots
 from lib.decoding.sampling import EmptyDistribution, InvalidSamplingParameter, SamplingConfig, apply_bias

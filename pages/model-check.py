@@ -1,16 +1,12 @@
 """The model check (issue 32): the engine's layers and the vocabulary matrix against
 transformers and `gguf`. Widgets and layout only: lib/concepts/model_check/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import streamlit as st
 import torch
 
+from lib.ui import runtime
 from lib.concepts.model_check import checks, foundation
 from lib.concepts.model_check import figures as plots
 from lib.model.tokens import token_texts
-from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
 page = ConceptPage("model-check", icon="🔬")

@@ -1,10 +1,7 @@
 """Model memory vs file size (CONCEPTS.md §19): widgets and layout only; numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.model_memory import checks as mc
 from lib.concepts.model_memory import figures as plots
 from lib.concepts.model_memory import memory_accounting as ma
@@ -12,7 +9,6 @@ from lib.concepts.model_memory import probes
 from lib.model import bundled_model
 from lib.model.long_text import long_text
 from lib.model.model_loader import BUNDLED
-from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
 CONTEXTS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)

@@ -1,12 +1,8 @@
 """Padding mask (CONCEPTS.md §10): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import streamlit as st
 
-from lib.concepts.padding_mask import padding
 from lib.ui import runtime
+from lib.concepts.padding_mask import padding
 from lib.concepts.padding_mask import checks
 from lib.concepts.padding_mask import figures as plots
 from lib.model.tokens import EmptyPrompt, encode_prompt, token_text

@@ -1,18 +1,14 @@
 """PagedAttention (CONCEPTS.md §15): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import pandas as pd
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.paged_attention import checks, events, workload
 from lib.concepts.paged_attention import figures as plots
 from lib.decoding import paged_generation
 from lib.core.cache.block_manager import BlockManager
 from lib.core.cache.paged import PagedBatch
 from lib.model.tokens import encode_prompt
-from lib.ui import runtime
 from lib.ui.page import ConceptPage
 from lib.ui.step_through import step_through
 

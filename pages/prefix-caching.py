@@ -1,12 +1,8 @@
 """Prefix caching (CONCEPTS.md §14): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import streamlit as st
 
-from lib.concepts.prefix_caching import prefix_cache
 from lib.ui import runtime
+from lib.concepts.prefix_caching import prefix_cache
 from lib.core.cache.block_manager import block_hashes
 from lib.concepts.prefix_caching import checks
 from lib.concepts.prefix_caching import figures as plots

@@ -1,14 +1,10 @@
 """RoPE position shift (CONCEPTS.md §11): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import numpy as np
 import streamlit as st
 
+from lib.ui import runtime
 from lib.decoding import generate
 from lib.concepts.rope_shift import rope_shift
-from lib.ui import runtime
 from lib.concepts.rope_shift import checks, hf_rotation
 from lib.concepts.rope_shift import figures as plots
 from lib.model.tokens import token_texts

@@ -1,14 +1,10 @@
 """Sliding-window KV cache (CONCEPTS.md §12): widgets and layout only; numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import streamlit as st
 
+from lib.ui import runtime
 from lib.core.cache import policy as cp
 from lib.concepts.sliding_window import fact_distance
 from lib.reference import policy_checks
-from lib.ui import runtime
 from lib.concepts.sliding_window import checks, ring_check
 from lib.concepts.model_check import foundation
 from lib.model.long_text import long_text

@@ -1,10 +1,7 @@
 """Speculative sampling: acceptance and correction (CONCEPTS.md §6). Widgets and layout only."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.speculative_acceptance import figures as plots
 from lib.decoding.speculative import acceptance as speculative
 from lib.decoding.speculative import speculative_decode
@@ -14,7 +11,6 @@ from lib.concepts.speculative_acceptance import checks
 from lib.decoding import generate
 from lib.decoding.sampling import SamplingConfig
 from lib.model.tokens import token_texts
-from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
 TRIALS = (2_000, 5_000, 20_000, 50_000)

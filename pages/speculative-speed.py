@@ -2,21 +2,17 @@
 
 Declared long: every (draft, gamma) point is a real run timed with lib.core.timing.measure
 (alone, repeated, median), cached per (model, workload, settings) and shown with a progress bar."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 from dataclasses import replace
 
 import streamlit as st
 
+from lib.ui import runtime
 from lib.concepts.speculative_speed import figures as plots
 from lib.decoding.speculative.drafts import frequent_tokens
 from lib.concepts.speculative_speed import checks, timed_runs
 from lib.concepts.speculative_speed import speculative_speed as sp
 from lib.model.long_text import long_text
 from lib.model.tokens import encode_prompt
-from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
 GAMMAS = (1, 2, 3, 4, 6, 8)

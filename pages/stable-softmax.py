@@ -1,13 +1,9 @@
 """Stable softmax (CONCEPTS.md §3): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import numpy as np
 import streamlit as st
 
-from lib.decoding import generate
 from lib.ui import runtime
+from lib.decoding import generate
 from lib.concepts.stable_softmax import checks, stable_softmax as ss
 from lib.concepts.stable_softmax import figures as plots
 from lib.model.tokens import token_texts

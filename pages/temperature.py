@@ -1,13 +1,9 @@
 """Temperature (CONCEPTS.md §1): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import numpy as np
 import streamlit as st
 
-from lib.decoding import generate
 from lib.ui import runtime
+from lib.decoding import generate
 from lib.concepts.temperature import temperature
 from lib.concepts.temperature import checks
 from lib.concepts.temperature import figures as plots

@@ -1,13 +1,9 @@
 """Top-k and top-p (CONCEPTS.md §2): widgets and layout only; the numbers come from lib/."""
-from lib.ui import startup
-
-startup.once()  # first of all: a page's first visit to a fresh server can run this file without app.py
-
 import numpy as np
 import streamlit as st
 
-from lib.decoding import generate
 from lib.ui import runtime
+from lib.decoding import generate
 from lib.concepts.top_k_top_p import checks, top_k_top_p as tkp
 from lib.concepts.top_k_top_p import figures as plots
 from lib.decoding.sampling import InvalidSamplingParameter, SamplingConfig, top_p_mask
