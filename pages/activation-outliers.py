@@ -45,25 +45,11 @@ outliers = ac.outlier_channels(acts, OUTLIER_FACTOR).numpy()
 clip_at = clip_factor * median_cmax
 where = t(f"point_{point}") + f", {t('layer_word')} {layer}"
 
-# ---- the clipping experiment first: the question below is about it ---------------------------
-bar = st.progress(0.0, text=t("inj_running"))
-table = []
-for i, kind in enumerate(ac.EXPERIMENTS):
-    b, g = (8, 64) if kind == "clip" else (bits, group)          # only what the experiment uses
-    c = clip_at if kind.startswith("clip") else 0.0               # goes into the cache key
-    table.append(runtime.cached(ac.injection_row, max_entries=96)(
-        m.engine, prompt.ids, cap.hidden, acts, point, layer, b, g, c, kind))
-    bar.progress((i + 1) / len(ac.EXPERIMENTS), text=t("inj_running"))
-bar.empty()
-clip_row = next(r for r in table if r.kind == "clip")
-n_clip = int((acts.abs() > clip_at).sum())
-rise = clip_row.effect.ppl_new / table[0].effect.ppl_ref - 1
-answer = "barely" if rise < 0.01 else "some" if rise < 0.10 else "lot"
-revealed = page.predict("clip", t("predict_q", n=n_clip, N=acts.numel(), pct=100 * n_clip / acts.numel(),
-                                  thr=clip_at, where=where),
-                        ("barely", "some", "lot"), answer,
-                        t("predict_why", p0=table[0].effect.ppl_ref, p1=clip_row.effect.ppl_new, r=100 * rise,
-                          n=n_clip), format_func=lambda o: t(f"opt_{o}"))
+# ---- the clipping question's place first (the figures below do not give its answer away);
+# the re-runs it needs are the page's slow part and run last, after every figure that does not
+# depend on them is drawn -------------------------------------------------------------------------
+predict_box = st.container()
+bar = predict_box.progress(0.0, text=t("inj_waiting"))
 
 top = int(cmax.argmax())
 st.markdown(t("summary", where=where, T=T, C=C, n_out=len(outliers), top=top, vmax=float(cmax[top]),
@@ -118,6 +104,24 @@ def exp_name(kind: str) -> str:
     return f"int{bits} " + t(f"gran_{kind}") + (f" {group}" if kind == "group" else "")
 
 
+table = []
+for i, kind in enumerate(ac.EXPERIMENTS):
+    b, g = (8, 64) if kind == "clip" else (bits, group)          # only what the experiment uses
+    c = clip_at if kind.startswith("clip") else 0.0               # goes into the cache key
+    bar.progress(i / len(ac.EXPERIMENTS), text=t("inj_running_one", i=i + 1, n=len(ac.EXPERIMENTS), name=exp_name(kind)))
+    table.append(runtime.cached(ac.injection_row, max_entries=96)(
+        m.engine, prompt.ids, cap.hidden, acts, point, layer, b, g, c, kind))
+bar.empty()
+clip_row = next(r for r in table if r.kind == "clip")
+n_clip = int((acts.abs() > clip_at).sum())
+rise = clip_row.effect.ppl_new / table[0].effect.ppl_ref - 1
+answer = "barely" if rise < 0.01 else "some" if rise < 0.10 else "lot"
+with predict_box:
+    revealed = page.predict("clip", t("predict_q", n=n_clip, N=acts.numel(), pct=100 * n_clip / acts.numel(),
+                                      thr=clip_at, where=where),
+                            ("barely", "some", "lot"), answer,
+                            t("predict_why", p0=table[0].effect.ppl_ref, p1=clip_row.effect.ppl_new, r=100 * rise,
+                              n=n_clip), format_func=lambda o: t(f"opt_{o}"))
 names = [exp_name(r.kind) for r in table]
 ppl_ref = table[0].effect.ppl_ref
 if revealed:

@@ -95,75 +95,14 @@ fig = plots.position_figure(mass.mass, mass.uniform, layer_names,
 page.figure(fig, "attention_by_position", {"layer": layer_names,
                                            **{f"position {j}": mass.mass.mean(1)[:, j].tolist() for j in range(FIRST)}})
 
-# ---- 2. streaming evaluation --------------------------------------------------------------
+# ---- 2. streaming evaluation: its place kept here, computed last (below) -------------------
+# Everything that does not depend on it (the generations, the notes, the parity check) is drawn
+# first; the evaluation runs over the whole text (>= 1,000 tokens) with a progress bar.
 st.subheader(t("eval_section"))
-bar = st.progress(0.0)
-results = {}
-for i, p in enumerate(policies):
-    name = policy_name(p)
-
-    def progress(done, total, i=i, name=name):
-        bar.progress((i + done / max(total, 1)) / len(policies),
-                     text=t("eval_running", i=i + 1, n=len(policies), name=name, done=done, total=total))
-    results[name] = runtime.cached(streaming_eval.evaluate)(m.engine, ids, p, 128, stride, progress)
-bar.empty()
-st.caption(t("eval_caption", n=N, source=source_name, w=W))
-
-rec = results.get(policy_name(ALL["recompute"]))
-shared = rec.positions[rec.positions >= W] if rec is not None else None       # positions every policy scored
-full = {k: r for k, r in results.items() if len(r.nll) == N - 1}              # policies scored at every t
-rw, rs = results.get(policy_name(ALL["window"])), results.get(policy_name(ALL["s4"]))
-show = True
-if rw is not None and rs is not None:
-    pw_, ps_ = rw.perplexity(rw.positions >= W), rs.perplexity(rs.positions >= W)
-    show = page.predict("sinks", t("predict_sinks_q", w=W, r=W - 4, n=N), ("window", "sinks", "same"),
-                        "sinks" if pw_ > 1.1 * ps_ else "window" if ps_ > 1.1 * pw_ else "same",
-                        t("predict_sinks_why", pw=pw_, ps=ps_, r=W - 4), format_func=lambda o: t(f"predict_sinks_{o}"))
-if show:
-    fig = plots.curves_figure({k: (r.positions, streaming_eval.running_perplexity(r.nll)) for k, r in results.items()},
-                              W, {"title": t("ppl_title"), "x": t("curve_x"), "y": t("ppl_y"), "window": t("curve_window")},
-                              fmt=t.num)
-    page.figure(fig, "running_perplexity", {"position": list(range(N - 1)),
-                                            **{k: streaming_eval.running_perplexity(r.nll).tolist() for k, r in full.items()}})
-ROLL = 32
-fig = plots.curves_figure({k: (r.positions, streaming_eval.rolling_mean(r.nll, ROLL if k in full else max(1, ROLL // stride)))
-                           for k, r in results.items()}, W,
-                          {"title": t("nll_title", k=ROLL), "x": t("curve_x"), "y": t("nll_y"), "window": t("curve_window")},
-                          log_y=False)
-page.figure(fig, "token_nll", {"position": list(range(N - 1)), **{k: r.nll.tolist() for k, r in full.items()}})
-
-table = {t("table_policy"): [], t("table_ppl"): [], t("table_ppl_shared"): [], t("table_ppl_all"): [],
-         t("table_entries"): [], t("table_seconds"): []}
-if shared is None:
-    del table[t("table_ppl_shared")]
-ppl_after = {}
-for p, (k, r) in zip(policies, results.items()):
-    after = r.positions >= W
-    ppl_after[k] = r.perplexity(after)
-    row = [k, ppl_after[k]] + ([r.perplexity(np.isin(r.positions, shared))] if shared is not None else [])
-    cells = [row[0]] + [t.num(v, ",.2f") for v in row[1:]] + [t.num(r.perplexity(), ",.2f"),
-                                                              t.num(max(cp.entries_per_layer(p, spec, N)), ",d"),
-                                                              t.num(r.seconds, ",.1f")]
-    for col, v in zip(table, cells):
-        table[col].append(v)
-st.dataframe(table, hide_index=True)
-
-# ---- beside the paper ---------------------------------------------------------------------
+eval_box = st.container()
+bar = eval_box.progress(0.0, text=t("eval_waiting", n=len(policies), N=N))
 st.subheader(t("paper_section"))
-ours = {key: ppl_after.get(policy_name(ALL[key])) for key in ("window", "s4", "dense")}
-fmt = lambda v: t.num(v, ",.2f") if v is not None else "—"  # noqa: E731
-st.dataframe({t("paper_model"): [t("paper_row"), t("ours_row", source=source_name, n=N, w=W)],
-              t("paper_window"): [t.num(PAPER["window"], ",.0f"), fmt(ours["window"])],
-              t("paper_sinks"): [t.num(PAPER["sinks"], ",.2f"), fmt(ours["s4"])]}, hide_index=True)
-st.caption(t("paper_caption", w=W))
-pw, ps, pd = ours["window"], ours["s4"], ours["dense"]
-if None not in (pw, ps, pd):
-    ratio = pw / ps
-    verdict = (t("verdict_helps", x=ratio) if ratio > 1.1 else t("verdict_hurts", x=ps / pw) if ratio < 1 / 1.1
-               else t("verdict_small"))
-    st.info(t("measured_summary", pw=pw, r=W - 4, ps=ps, pd=pd, verdict=verdict))
-else:
-    st.caption(t("paper_need"))
+paper_box = st.container()
 
 # ---- 3. generation under each policy ------------------------------------------------------
 st.subheader(t("gen_section"))
@@ -189,9 +128,81 @@ page.notice()
 # ---- live checks --------------------------------------------------------------------------
 par_policy = cp.sinks(PARITY_SINKS, PARITY_RECENT, reassign)
 par = runtime.cached(policy_checks.masked_matches_evicting)(m.engine, ids[:PARITY_TOKENS], par_policy)
-page.checks(checks.page_checks(par, par_policy, mass, rec, results.get(policy_name(ALL["dense"])), W, t, policy_name))
+checks_box = st.container()
 page.try_this()
 page.code(cp.kept, streaming_eval.nll_masked, streaming_eval.nll_evicting, streaming_eval.nll_recompute,
           attention_mass.sink_mass)
 page.sources()
+
+# ---- the streaming evaluation, last: every policy over the whole text ------------------------
+results = {}
+for i, p in enumerate(policies):
+    name = policy_name(p)
+
+    def progress(done, total, i=i, name=name):
+        bar.progress((i + done / max(total, 1)) / len(policies),
+                     text=t("eval_running", i=i + 1, n=len(policies), name=name, done=done, total=total))
+    results[name] = runtime.cached(streaming_eval.evaluate)(m.engine, ids, p, 128, stride, progress)
+bar.empty()
+with eval_box:
+    st.caption(t("eval_caption", n=N, source=source_name, w=W))
+
+    rec = results.get(policy_name(ALL["recompute"]))
+    shared = rec.positions[rec.positions >= W] if rec is not None else None       # positions every policy scored
+    full = {k: r for k, r in results.items() if len(r.nll) == N - 1}              # policies scored at every t
+    rw, rs = results.get(policy_name(ALL["window"])), results.get(policy_name(ALL["s4"]))
+    show = True
+    if rw is not None and rs is not None:
+        pw_, ps_ = rw.perplexity(rw.positions >= W), rs.perplexity(rs.positions >= W)
+        show = page.predict("sinks", t("predict_sinks_q", w=W, r=W - 4, n=N), ("window", "sinks", "same"),
+                            "sinks" if pw_ > 1.1 * ps_ else "window" if ps_ > 1.1 * pw_ else "same",
+                            t("predict_sinks_why", pw=pw_, ps=ps_, r=W - 4), format_func=lambda o: t(f"predict_sinks_{o}"))
+    if show:
+        fig = plots.curves_figure({k: (r.positions, streaming_eval.running_perplexity(r.nll)) for k, r in results.items()},
+                                  W, {"title": t("ppl_title"), "x": t("curve_x"), "y": t("ppl_y"), "window": t("curve_window")},
+                                  fmt=t.num)
+        page.figure(fig, "running_perplexity", {"position": list(range(N - 1)),
+                                                **{k: streaming_eval.running_perplexity(r.nll).tolist() for k, r in full.items()}})
+    ROLL = 32
+    fig = plots.curves_figure({k: (r.positions, streaming_eval.rolling_mean(r.nll, ROLL if k in full else max(1, ROLL // stride)))
+                               for k, r in results.items()}, W,
+                              {"title": t("nll_title", k=ROLL), "x": t("curve_x"), "y": t("nll_y"), "window": t("curve_window")},
+                              log_y=False)
+    page.figure(fig, "token_nll", {"position": list(range(N - 1)), **{k: r.nll.tolist() for k, r in full.items()}})
+
+    table = {t("table_policy"): [], t("table_ppl"): [], t("table_ppl_shared"): [], t("table_ppl_all"): [],
+             t("table_entries"): [], t("table_seconds"): []}
+    if shared is None:
+        del table[t("table_ppl_shared")]
+    ppl_after = {}
+    for p, (k, r) in zip(policies, results.items()):
+        after = r.positions >= W
+        ppl_after[k] = r.perplexity(after)
+        row = [k, ppl_after[k]] + ([r.perplexity(np.isin(r.positions, shared))] if shared is not None else [])
+        cells = [row[0]] + [t.num(v, ",.2f") for v in row[1:]] + [t.num(r.perplexity(), ",.2f"),
+                                                                  t.num(max(cp.entries_per_layer(p, spec, N)), ",d"),
+                                                                  t.num(r.seconds, ",.1f")]
+        for col, v in zip(table, cells):
+            table[col].append(v)
+    st.dataframe(table, hide_index=True)
+
+with paper_box:
+    ours = {key: ppl_after.get(policy_name(ALL[key])) for key in ("window", "s4", "dense")}
+    fmt = lambda v: t.num(v, ",.2f") if v is not None else "—"  # noqa: E731
+    st.dataframe({t("paper_model"): [t("paper_row"), t("ours_row", source=source_name, n=N, w=W)],
+                  t("paper_window"): [t.num(PAPER["window"], ",.0f"), fmt(ours["window"])],
+                  t("paper_sinks"): [t.num(PAPER["sinks"], ",.2f"), fmt(ours["s4"])]}, hide_index=True)
+    st.caption(t("paper_caption", w=W))
+    pw, ps, pd = ours["window"], ours["s4"], ours["dense"]
+    if None not in (pw, ps, pd):
+        ratio = pw / ps
+        verdict = (t("verdict_helps", x=ratio) if ratio > 1.1 else t("verdict_hurts", x=ps / pw) if ratio < 1 / 1.1
+                   else t("verdict_small"))
+        st.info(t("measured_summary", pw=pw, r=W - 4, ps=ps, pd=pd, verdict=verdict))
+    else:
+        st.caption(t("paper_need"))
+
+with checks_box:
+    page.checks(checks.page_checks(par, par_policy, mass, rec, results.get(policy_name(ALL["dense"])), W, t,
+                                   policy_name))
 page.finish()

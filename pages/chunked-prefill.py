@@ -24,12 +24,13 @@ c1, c2 = right.columns(2)
 n_run = page.state.number_slider("n", t("n_label"), 1, 8, 4, container=c1)
 chunk = page.state.select("chunk", t("chunk_label"), CHUNKS, 32, help=t("chunk_help"), container=c2)
 
-# ---- every timing first (long, cached), before anything is drawn: a browser drawing charts on
-# the same machine would share the CPU with the measurements --------------------------------------
-with st.spinner(t("measuring", n=len(GRID) + len(DECODE_BATCH))):
-    costs = runtime.cached(chunked_prefill.measure_costs)(m.engine, tuple(x for x in GRID if x <= L), DECODE_BATCH)
-with st.spinner(t("running_real", L=L, c=chunk, n=n_run)):
-    real_n, real_c = runtime.cached(real_schedule.run_schedules)(m.engine, n_run, L, (None, chunk))
+# ---- the cost grid: measured once per server up to the largest length, then sliced for L ------
+# (a length the visitor picks never measures again; lib.concepts.chunked_prefill.StepCosts.up_to)
+grid_bar = st.progress(0.0, text=t("measuring", n=len(GRID) + len(DECODE_BATCH)))
+costs = runtime.cached(chunked_prefill.measure_costs)(
+    m.engine, GRID, DECODE_BATCH,
+    on_progress=lambda f: grid_bar.progress(min(f, 1.0), text=t("measuring", n=len(GRID) + len(DECODE_BATCH)))).up_to(L)
+grid_bar.empty()
 a, b = costs.prefill_line()
 labels = {"prefill": t("fig_cost_prefill"), "decode": t("fig_cost_decode"), "prefill_fit": t("fig_cost_prefill_fit"),
           "decode_fit": t("fig_cost_decode_fit"), "title": t("fig_cost_title"), "x": t("fig_cost_x"), "y": t("fig_cost_y")}
@@ -100,21 +101,32 @@ if revealed:
 
 # ---- the real model: the same schedule run and timed, and chunked = one-shot prefill -----------
 st.subheader(t("real_title"))
+check_chunk = min(chunk, max(1, prompt.n_tokens // 2))
+with st.spinner(t("running_check")):                   # exact and cheap: before the timed run
+    cc = runtime.cached(chunked_prefill.chunked_vs_oneshot)(m.engine, prompt.ids, check_chunk)
+real_box = st.container()
+real_bar = real_box.progress(0.0, text=t("running_real", L=L, c=chunk, n=n_run))
+note = real_box.caption(t("browser_note"))       # item 5: the browser draws the charts above meanwhile
+real_n, real_c = runtime.cached(real_schedule.run_schedules)(
+    m.engine, n_run, L, (None, chunk),
+    _progress=lambda done, total: real_bar.progress(done / total, text=t("running_real_pass", L=L, c=chunk, n=n_run,
+                                                                         i=done, k=total)))
+real_bar.empty()
+note.empty()
 pred_n = real_schedule.predicted_steps(costs, n_run, L, None)
 pred_c = real_schedule.predicted_steps(costs, n_run, L, chunk)
-fig = plots.real_steps_figure({t("policy_naive"): real_n, t("policy_chunked", c=chunk): real_c},
-                              {t("policy_naive"): pred_n[1], t("policy_chunked", c=chunk): pred_c[1]},
-                              {"title": t("fig_real_title", n=n_run, L=L), "measured": t("fig_real_measured"),
-                               "predicted": t("fig_real_predicted"), "x": t("fig_real_x"), "y": t("fig_cost_y")})
-page.figure(fig, "real_steps", {"policy": ["naive"] * len(real_n.step_s) + [f"chunk {chunk}"] * len(real_c.step_s),
-                                "step": list(range(len(real_n.step_s))) + list(range(len(real_c.step_s))),
-                                "prompt_tokens": real_n.prefill_tokens + real_c.prefill_tokens,
-                                "measured_s": real_n.step_s + real_c.step_s})
-st.caption(t("real_caption", mn=max(real_n.step_s) * 1000, mc=max(real_c.step_s) * 1000,
-             x=max(real_n.step_s) / max(real_c.step_s), load=real_c.load_avg))
-check_chunk = min(chunk, max(1, prompt.n_tokens // 2))
-with st.spinner(t("running_check")):
-    cc = runtime.cached(chunked_prefill.chunked_vs_oneshot)(m.engine, prompt.ids, check_chunk)
+with real_box:
+    fig = plots.real_steps_figure({t("policy_naive"): real_n, t("policy_chunked", c=chunk): real_c},
+                                  {t("policy_naive"): pred_n[1], t("policy_chunked", c=chunk): pred_c[1]},
+                                  {"title": t("fig_real_title", n=n_run, L=L), "measured": t("fig_real_measured"),
+                                   "predicted": t("fig_real_predicted"), "x": t("fig_real_x"), "y": t("fig_cost_y")})
+    page.figure(fig, "real_steps", {"policy": ["naive"] * len(real_n.step_s) + [f"chunk {chunk}"] * len(real_c.step_s),
+                                    "step": list(range(len(real_n.step_s))) + list(range(len(real_c.step_s))),
+                                    "prompt_tokens": real_n.prefill_tokens + real_c.prefill_tokens,
+                                    "measured_s": real_n.step_s + real_c.step_s})
+    st.caption(t("real_caption", mn=max(real_n.step_s) * 1000, mc=max(real_c.step_s) * 1000,
+                 x=max(real_n.step_s) / max(real_c.step_s), load=real_c.load_avg)
+               + " " + t("real_others", o=100 * max(real_n.others_cpu, real_c.others_cpu)))
 
 page.notice()
 page.checks(checks.page_checks(cc, real_n, real_c, pred_n, pred_c, t))

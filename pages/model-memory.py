@@ -56,15 +56,11 @@ def probe(fn, *args):
         return None
 
 
-with st.spinner(t("measuring_kv", n=len(MEASURED))):
+with st.spinner(t("measuring_kv", n=len(MEASURED))):     # none of these depends on a control: once per server
     kv_probe = probe(probes.measure_kv, s, MEASURED)
-with st.spinner(t("measuring_model", B=batch, T=prefill)):
     tok_probe = probe(probes.measure_tokenizer)
     w_probe = probe(probes.measure_weights, s)
-    pre_probe = probe(probes.measure_prefill, s, ids, batch)
-for r in refused:
-    st.warning(r)
-measured = mc.Measured(gguf, kv_probe, w_probe, pre_probe)
+warn_box = st.container()
 
 # ---- 1. storage: the file ---------------------------------------------------------------------
 st.subheader(t("file_title"))
@@ -80,38 +76,10 @@ meta = gguf["file_bytes"] - tensor_bytes
 st.markdown(t("file_text", mb=gguf["file_bytes"] / 1e6, meta=meta / 1e6, n=n_params, q8=q8 / 1e6,
               q8f=mc.q8_file_bytes(s, gguf) / 1e6, ollama=OLLAMA_MB, f32=ma.weight_bytes(s, "float32") / 1e6))
 
-# ---- 2. run time: measured step by step ---------------------------------------------------------
+# ---- 2. run time: measured step by step (its fresh process runs last, below) ------------------
 st.subheader(t("run_title"))
-parts = []                                            # (component, measured or None, calculator or None)
-if pre_probe is not None:
-    parts.append((t("c_runtime"), pre_probe.steps["runtime"]["anon"], None))
-if tok_probe is not None:
-    parts.append((t("c_tokenizer"), tok_probe.steps["tokenizer"]["delta"], None))
-parts.append((t("c_weights"), w_probe.steps["weights"]["float32"] if w_probe else None, ma.weight_bytes(s, "float32")))
-if pre_probe is not None:
-    pre = pre_probe.steps["prefill"]
-    peak = pre["peak_delta"] if pre.get("peak_delta") is not None else pre["delta"]
-    layers = pre.get("layers", s.n_layers)
-    parts.append((t("c_kv", T=prefill, B=batch, L=layers), pre["kv_nbytes"],
-                  ma.kv_cache_bytes(ma.truncated_spec(s, layers), prefill, batch)))
-    parts.append((t("c_act", T=prefill, B=batch, L=layers), peak - pre["kv_nbytes"],
-                  ma.prefill_activation_bytes(s, batch, prefill, logits=False)))
-fig = plots.stack_figure([t("bar_measured"), t("bar_predicted")],
-                         [(name, [meas or 0, pred if pred is not None else (meas or 0)]) for name, meas, pred in parts],
-                         None, {"title": t("fig_run_title", B=batch, T=prefill), "line": ""})
-page.figure(fig, "runtime_memory", {"component": [p[0] for p in parts], "measured_bytes": [p[1] for p in parts],
-                                    "predicted_bytes": [p[2] for p in parts]}, caption=t("fig_run_caption"))
-rows = [{t("col_component"): name, t("col_measured"): t.num(meas / 1e6, ",.1f") if meas is not None else "—",
-         t("col_predicted"): t.num(pred / 1e6, ",.1f") if pred is not None else t("measured_only"),
-         t("col_error"): t.num(100 * abs(meas - pred) / pred, ".1f") + "%" if pred and meas is not None else "—"}
-        for name, meas, pred in parts]
-if w_probe is not None:
-    b16, p16 = w_probe.steps["weights"]["bfloat16"], ma.weight_bytes(s, "bfloat16")
-    rows.append({t("col_component"): t("c_bf16"), t("col_measured"): t.num(b16 / 1e6, ",.1f"),
-                 t("col_predicted"): t.num(p16 / 1e6, ",.1f"), t("col_error"): t.num(100 * abs(b16 - p16) / p16, ".1f") + "%"})
-st.dataframe(rows, hide_index=True, width="stretch")
-if pre_probe is not None:
-    st.caption(t("run_caption", secs=pre_probe.steps["prefill"].get("prefill_seconds", 0.0)))
+run_box = st.container()
+bar = run_box.progress(0.0, text=t("measuring_model", B=batch, T=prefill))
 
 # ---- 3. context length and the KV cache --------------------------------------------------------
 st.subheader(t("kv_title"))
@@ -133,20 +101,64 @@ st.markdown(t("kv_text", ctx=ctx, full=full_ctx / 1e6, win=win_ctx / 1e6, ratio=
 
 # ---- 4. the 292 MB in context: weights + KV only; this Python stack's overhead shown apart ------
 st.subheader(t("ollama_title"))
-if revealed:
-    overhead = (pre_probe.steps["runtime"]["anon"] if pre_probe else 0) + (tok_probe.steps["tokenizer"]["delta"] if tok_probe else 0)
-    bars = [t("b_file"), t("b_win", n=ctx), t("b_full", n=ctx), t("b_python")]
-    parts4 = [(t("p_weights_q8"), [OLLAMA_MB * 1e6, q8, q8, 0]),
-              (t("p_kv16"), [0, kv16_win, kv16_full, 0]),
-              (t("p_overhead"), [0, 0, 0, overhead])]
-    title = t("fig_ollama_fits" if fits else "fig_ollama_not", n=ctx, mb=DEVICE_MB, tot=(q8 + kv16_win) / 1e6)
-    fig = plots.stack_figure(bars, parts4, DEVICE_MB * 1e6, {"title": title, "line": t("device_line", mb=DEVICE_MB)})
-    page.figure(fig, "ollama_context", {"bar": bars, **{name: vals for name, vals in parts4}},
-                caption=t("fig_ollama_caption", ollama=OLLAMA_MB, over=overhead / 1e6))
+ollama_box = st.container()
 
 page.notice()
-page.checks(mc.page_checks(s, measured, t))
+checks_box = st.container()
 page.try_this()
 page.code(ma.kv_cache_bytes, ma.prefill_activation_bytes, ma.parameter_count, probes.run_probe)
 page.sources()
+
+# ---- the prefill's memory, last: a fresh process for this batch and prompt length --------------
+pre_probe = probe(probes.measure_prefill, s, ids, batch)
+bar.empty()
+for r in refused:
+    warn_box.warning(r)
+measured = mc.Measured(gguf, kv_probe, w_probe, pre_probe)
+with run_box:
+    parts = []                                            # (component, measured or None, calculator or None)
+    if pre_probe is not None:
+        parts.append((t("c_runtime"), pre_probe.steps["runtime"]["anon"], None))
+    if tok_probe is not None:
+        parts.append((t("c_tokenizer"), tok_probe.steps["tokenizer"]["delta"], None))
+    parts.append((t("c_weights"), w_probe.steps["weights"]["float32"] if w_probe else None, ma.weight_bytes(s, "float32")))
+    if pre_probe is not None:
+        pre = pre_probe.steps["prefill"]
+        peak = pre["peak_delta"] if pre.get("peak_delta") is not None else pre["delta"]
+        layers = pre.get("layers", s.n_layers)
+        parts.append((t("c_kv", T=prefill, B=batch, L=layers), pre["kv_nbytes"],
+                      ma.kv_cache_bytes(ma.truncated_spec(s, layers), prefill, batch)))
+        parts.append((t("c_act", T=prefill, B=batch, L=layers), peak - pre["kv_nbytes"],
+                      ma.prefill_activation_bytes(s, batch, prefill, logits=False)))
+    fig = plots.stack_figure([t("bar_measured"), t("bar_predicted")],
+                             [(name, [meas or 0, pred if pred is not None else (meas or 0)]) for name, meas, pred in parts],
+                             None, {"title": t("fig_run_title", B=batch, T=prefill), "line": ""})
+    page.figure(fig, "runtime_memory", {"component": [p[0] for p in parts], "measured_bytes": [p[1] for p in parts],
+                                        "predicted_bytes": [p[2] for p in parts]}, caption=t("fig_run_caption"))
+    rows = [{t("col_component"): name, t("col_measured"): t.num(meas / 1e6, ",.1f") if meas is not None else "—",
+             t("col_predicted"): t.num(pred / 1e6, ",.1f") if pred is not None else t("measured_only"),
+             t("col_error"): t.num(100 * abs(meas - pred) / pred, ".1f") + "%" if pred and meas is not None else "—"}
+            for name, meas, pred in parts]
+    if w_probe is not None:
+        b16, p16 = w_probe.steps["weights"]["bfloat16"], ma.weight_bytes(s, "bfloat16")
+        rows.append({t("col_component"): t("c_bf16"), t("col_measured"): t.num(b16 / 1e6, ",.1f"),
+                     t("col_predicted"): t.num(p16 / 1e6, ",.1f"), t("col_error"): t.num(100 * abs(b16 - p16) / p16, ".1f") + "%"})
+    st.dataframe(rows, hide_index=True, width="stretch")
+    if pre_probe is not None:
+        st.caption(t("run_caption", secs=pre_probe.steps["prefill"].get("prefill_seconds", 0.0)))
+
+with ollama_box:
+    if revealed:
+        overhead = (pre_probe.steps["runtime"]["anon"] if pre_probe else 0) + (tok_probe.steps["tokenizer"]["delta"] if tok_probe else 0)
+        bars = [t("b_file"), t("b_win", n=ctx), t("b_full", n=ctx), t("b_python")]
+        parts4 = [(t("p_weights_q8"), [OLLAMA_MB * 1e6, q8, q8, 0]),
+                  (t("p_kv16"), [0, kv16_win, kv16_full, 0]),
+                  (t("p_overhead"), [0, 0, 0, overhead])]
+        title = t("fig_ollama_fits" if fits else "fig_ollama_not", n=ctx, mb=DEVICE_MB, tot=(q8 + kv16_win) / 1e6)
+        fig = plots.stack_figure(bars, parts4, DEVICE_MB * 1e6, {"title": title, "line": t("device_line", mb=DEVICE_MB)})
+        page.figure(fig, "ollama_context", {"bar": bars, **{name: vals for name, vals in parts4}},
+                    caption=t("fig_ollama_caption", ollama=OLLAMA_MB, over=overhead / 1e6))
+
+with checks_box:
+    page.checks(mc.page_checks(s, measured, t))
 page.finish()

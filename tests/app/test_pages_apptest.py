@@ -9,7 +9,6 @@ from tests.app.number_format import bad_numbers, figure_separators, rendered_tex
 pytestmark = pytest.mark.real_model
 PAGES = [c for c in CONCEPTS if c.exists]
 
-
 def texts_on_page(at) -> str:
     parts = [m.value for m in at.markdown] + [t.value for t in at.title] + [s.value for s in at.subheader]
     return "\n".join(str(p) for p in parts)

@@ -30,6 +30,18 @@ def test_measure_costs_returns_positive_times(eng):
     assert c.prefill(6) > 0 and c.prefill(0) == 0.0
 
 
+def test_grid_sliced_is_the_grid_measured_at_that_length(eng):
+    """The page measures the cost grid once up to the largest length and slices it for L: the
+    slice holds the lengths (and spreads) a grid measured up to L holds, the decode part intact."""
+    full = measure_costs(eng, (4, 8, 16, 32), (1, 2), context=8, repeats=1)
+    short = measure_costs(eng, (4, 8, 16), (1, 2), context=8, repeats=1)
+    cut = full.up_to(16)
+    assert cut.prefill_tokens == short.prefill_tokens == (4, 8, 16)
+    assert cut.prefill_s == full.prefill_s[:3] and cut.prefill_spread_s == full.prefill_spread_s[:3]
+    assert (cut.decode_batch, cut.decode_s, cut.context, cut.repeats) == (full.decode_batch, full.decode_s, 8, 1)
+    assert full.up_to(512) == full and full.up_to(10).prefill_tokens == (4, 8)
+
+
 def test_simulation_token_counts_and_ttft():
     reqs = [SimRequest("r", 0.0, 0, 10), SimRequest("p", 0.015, 256, 3)]
     res = simulate(reqs, COSTS, None)

@@ -8,6 +8,7 @@ and each piece takes a bounded slice of time. Also the step costs the scheduler 
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +75,16 @@ class StepCosts:
             return 0.0
         a, b = _line_fit(self.prefill_tokens, self.prefill_s)
         return a + b * n_tokens
+
+    def up_to(self, max_tokens: int) -> "StepCosts":
+        """The same measurements restricted to prefill lengths <= max_tokens (the decode part
+        unchanged): what the page shows for a prompt of max_tokens. The grid is measured once
+        per server up to its largest length and sliced for each length the visitor picks; the
+        slice holds exactly the lengths a grid measured up to max_tokens would hold."""
+        keep = [i for i, n in enumerate(self.prefill_tokens) if n <= max_tokens]
+        pick = lambda xs: tuple(xs[i] for i in keep) if xs else ()  # noqa: E731
+        return dataclasses.replace(self, prefill_tokens=pick(self.prefill_tokens), prefill_s=pick(self.prefill_s),
+                                   prefill_spread_s=pick(self.prefill_spread_s))
 
     def prefill_line(self) -> tuple[float, float]:
         """(a, b) of the fitted prefill time a + b * tokens, in seconds."""

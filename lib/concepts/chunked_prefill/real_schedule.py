@@ -79,7 +79,7 @@ def run_schedule(engine, n_running: int, prompt_len: int, chunk: int | None, bef
 
 def run_schedules(engine, n_running: int, prompt_len: int, chunks: tuple, before: int = 2,
                   after: int = 1, context: int = 64, seed: int = 0, clock=time.perf_counter,
-                  repeats: int = 3) -> list[RealRun]:
+                  repeats: int = 3, _progress=None) -> list[RealRun]:
     """The schedule of `run_schedule` once per prefill policy in `chunks` (None = the whole
     prompt in one step), on the same requests. Token ids are random but fixed by `seed`.
 
@@ -87,7 +87,8 @@ def run_schedules(engine, n_running: int, prompt_len: int, chunks: tuple, before
     repeats (one pass can catch a pause of the machine). The passes are interleaved (pass 1 of
     every policy, then pass 2, ...), so a slow spell of the machine falls on all the policies
     alike instead of on whichever was measured then. The whole run holds the measurement lock
-    (lib.core.timing.exclusive): no other model work meanwhile."""
+    (lib.core.timing.exclusive): no other model work meanwhile. `_progress(done, total)` is
+    called after every pass (outside the cache key: runtime.cached ignores callables)."""
     if any(c is not None and c < 1 for c in chunks):
         raise ValueError("chunk must be >= 1 or None")
     g = torch.Generator().manual_seed(seed)
@@ -97,9 +98,12 @@ def run_schedules(engine, n_running: int, prompt_len: int, chunks: tuple, before
     passes = [[] for _ in chunks]                     # passes[i][r]: pass r of policy chunks[i]
     with exclusive():
         start = cpu_snapshot()
-        for _ in range(max(1, repeats)):
+        total = max(1, repeats) * len(chunks)
+        for r in range(max(1, repeats)):
             for i, chunk in enumerate(chunks):
                 passes[i].append(one_pass(engine, ctx, prompt, chunk, before, after, clock))
+                if _progress is not None:
+                    _progress(r * len(chunks) + i + 1, total)
         others = others_share(start, cpu_snapshot())
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     runs = []
