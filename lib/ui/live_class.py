@@ -35,6 +35,7 @@ S_NOTE, S_SID, S_NICK = "live.note", "live.session_id", "live.nickname"
 S_SHOWN = "live.shown_revealed"     # question id -> its radio key, revealed on this student's page
 S_OPEN = "live.open_questions"      # question id -> phase, open on this student's page
 S_PHASE, PHASE_PARAM, LIVE = "live.phase", "_phase", "live"   # lesson mode: live / pre / post
+S_ON_PAGE = "live.on_page"          # (slug, page_state) the student's last page run showed
 # URL parameters that belong to the shell or to this session, never to the page's state
 NOT_PAGE_STATE = frozenset({LANG_PARAM, "view", "reveal", PHASE_PARAM}) | PARAMS
 
@@ -119,7 +120,7 @@ def enter(code: str, key: str | None = None) -> None:
     """Make this session a member of room `code` (the lecturer when `key` is its secret)."""
     st.session_state[S_ROOM] = code
     st.session_state[S_FOLLOW] = True
-    for k in (S_KEY, S_SEEN, S_APPLIED, S_PUBLISHED):
+    for k in (S_KEY, S_SEEN, S_APPLIED, S_PUBLISHED, S_ON_PAGE):
         st.session_state.pop(k, None)
     if key is not None:
         st.session_state[S_KEY] = key
@@ -127,7 +128,7 @@ def enter(code: str, key: str | None = None) -> None:
 
 
 def leave(note: tuple[str, str] | None = None) -> None:
-    for k in (S_ROOM, S_KEY, S_FOLLOW, S_SEEN, S_APPLIED, S_PUBLISHED):
+    for k in (S_ROOM, S_KEY, S_FOLLOW, S_SEEN, S_APPLIED, S_PUBLISHED, S_ON_PAGE):
         st.session_state.pop(k, None)
     for p in PARAMS:
         if p in st.query_params:
@@ -192,7 +193,7 @@ def _page_widget_keys(slug: str) -> list[str]:
 
 def go_to(slug: str, params: dict) -> None:
     """Open the lecturer's page in the lecturer's state (the student keeps their language)."""
-    for k in _page_widget_keys(slug) + [f"lessons.published.{n}" for n in ("lesson", "step")] + [S_OPEN]:
+    for k in _page_widget_keys(slug) + [f"lessons.published.{n}" for n in ("lesson", "step")] + [S_OPEN, S_ON_PAGE]:
         st.session_state.pop(k, None)
     query = {k: v for k, v in params.items() if k not in NOT_PAGE_STATE}
     query[ROOM_PARAM] = room_code()
@@ -238,7 +239,8 @@ def follow_bar() -> None:
     target = (view.slug, tuple(sorted(view.params.items())))
     if view.slug and target != st.session_state.get(S_APPLIED):
         st.session_state[S_APPLIED] = target
-        go_to(view.slug, dict(view.params))
+        if target != st.session_state.get(S_ON_PAGE):     # not what the page shows already
+            go_to(view.slug, dict(view.params))
 
 
 def _closed(view) -> bool:
@@ -279,8 +281,10 @@ def page_state(slug: str, claimed: set[str]) -> dict[str, str]:
 
 
 def publish(slug: str, claimed: set[str]) -> None:
-    """The lecturer's page and controls go to the room when they changed (presenter only)."""
+    """The lecturer's page/controls to the room when changed; a student's, to S_ON_PAGE."""
     if not is_presenter():
+        if room_code() is not None:
+            st.session_state[S_ON_PAGE] = (slug, tuple(sorted(page_state(slug, claimed).items())))
         return
     params = page_state(slug, claimed)
     if st.session_state.get(S_PHASE, LIVE) != LIVE:
