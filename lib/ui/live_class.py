@@ -1,17 +1,15 @@
 """The live class in the app (issue 30): who this session is in a room, joining by link, and
 following the lecturer.
 
-Session state, per browser tab:
-- `live.room`   the room code this session is in (a student or the lecturer), else absent;
-- `live.key`    the presenter secret, only in the lecturer's session (it never stays in the URL:
-                `?key=` is read once and removed, so a projected address bar does not show it);
-- `live.follow` whether a student follows the lecturer (False after "Explore on my own").
+Session state, per browser tab: `live.room` the room code this session is in (a student or the
+lecturer); `live.key` the presenter secret, lecturer only (`?key=` is read once and removed, so
+a projected address bar does not show it); `live.follow` False after "Explore on my own".
 
-A student follows through `follow_bar`, a fragment polling the room every POLL_S seconds: when
-the room's version changed and its page/state differs from the one applied last, the page's
-URL-bound widgets are forgotten and `st.switch_page` opens the lecturer's page with the
-lecturer's parameters (lib/ui/state.py seeds widgets from the URL). The lecturer's page and
-controls are published by `publish`, called from ConceptPage.finish (lib/ui/page.py).
+A student follows through `follow_bar` (drawn by the page) and its fragment `_poll_room`,
+polling the room every POLL_S s: when the room's version changed and its page/state differs from
+the one applied last and from the one shown, the page's URL-bound widgets are forgotten and
+`st.switch_page` opens the lecturer's page with the lecturer's parameters (lib/ui/state.py seeds
+widgets from the URL). `publish` (from ConceptPage.finish) sends the lecturer's page and state.
 The room panel (start, QR, end) is lib/ui/live_room.py; predictions lib/ui/live_predict.py."""
 from __future__ import annotations
 
@@ -35,6 +33,7 @@ S_NOTE, S_SID, S_NICK = "live.note", "live.session_id", "live.nickname"
 S_SHOWN = "live.shown_revealed"     # question id -> its radio key, revealed on this student's page
 S_OPEN = "live.open_questions"      # question id -> phase, open on this student's page
 S_PHASE, PHASE_PARAM, LIVE = "live.phase", "_phase", "live"   # lesson mode: live / pre / post
+S_ON_PAGE, S_BAR = "live.on_page", "live.bar_slug"   # (slug, page state) shown; the bar's slug
 # URL parameters that belong to the shell or to this session, never to the page's state
 NOT_PAGE_STATE = frozenset({LANG_PARAM, "view", "reveal", PHASE_PARAM}) | PARAMS
 
@@ -73,10 +72,8 @@ def is_following() -> bool:
 
 
 def session_id() -> str:
-    """An anonymous id for this student: one answer per student and question. Random, and kept
-    in the student's URL (`&s=`, set on joining): a reloaded tab (a new Streamlit session) is
-    the same student and changes its answer instead of adding one. Anyone can open a new tab
-    without it, as before; the id holds no personal data."""
+    """A random anonymous id (one answer per student and question), kept in the URL (`&s=`): a
+    reloaded tab is the same student and changes its answer. It holds no personal data."""
     sid = st.session_state.get(S_SID)
     if sid is None:
         raw = st.query_params.get(SID_PARAM) or ""
@@ -119,7 +116,7 @@ def enter(code: str, key: str | None = None) -> None:
     """Make this session a member of room `code` (the lecturer when `key` is its secret)."""
     st.session_state[S_ROOM] = code
     st.session_state[S_FOLLOW] = True
-    for k in (S_KEY, S_SEEN, S_APPLIED, S_PUBLISHED):
+    for k in (S_KEY, S_SEEN, S_APPLIED, S_PUBLISHED, S_ON_PAGE):
         st.session_state.pop(k, None)
     if key is not None:
         st.session_state[S_KEY] = key
@@ -127,7 +124,7 @@ def enter(code: str, key: str | None = None) -> None:
 
 
 def leave(note: tuple[str, str] | None = None) -> None:
-    for k in (S_ROOM, S_KEY, S_FOLLOW, S_SEEN, S_APPLIED, S_PUBLISHED):
+    for k in (S_ROOM, S_KEY, S_FOLLOW, S_SEEN, S_APPLIED, S_PUBLISHED, S_ON_PAGE):
         st.session_state.pop(k, None)
     for p in PARAMS:
         if p in st.query_params:
@@ -192,7 +189,7 @@ def _page_widget_keys(slug: str) -> list[str]:
 
 def go_to(slug: str, params: dict) -> None:
     """Open the lecturer's page in the lecturer's state (the student keeps their language)."""
-    for k in _page_widget_keys(slug) + [f"lessons.published.{n}" for n in ("lesson", "step")] + [S_OPEN]:
+    for k in _page_widget_keys(slug) + [f"lessons.published.{n}" for n in ("lesson", "step")] + [S_OPEN, S_ON_PAGE]:
         st.session_state.pop(k, None)
     query = {k: v for k, v in params.items() if k not in NOT_PAGE_STATE}
     query[ROOM_PARAM] = room_code()
@@ -208,21 +205,17 @@ def _explore(on: bool) -> None:
     st.session_state.pop(S_SEEN, None)
 
 
-@st.fragment(run_every=POLL_S)
 def follow_bar() -> None:
-    """The student's class bar at the top of every page (phones have no open sidebar): the
-    room, its current page, explore/back. Polls the room; follows it when it moved."""
+    """The student's class bar atop every page (phones hide the sidebar); `_poll_room` polls."""
     if room_code() is None or is_presenter():
         return
     from lib.ui.glossary import page_title
-
-    t = texts("live_class")
-    view = room_view()
+    t, view = texts("live_class"), room_view()
     if view is None:
-        st.rerun(scope="app")
+        st.rerun(scope="app")                       # the room is gone: the page without it
     follow = is_following()
     where = t("now_in_class", page=page_title(view.slug)) if view.slug else t("waiting_page")
-    st.session_state["live.room_page"] = where
+    st.session_state["live.room_page"], st.session_state[S_BAR] = where, view.slug
     with st.container(border=True, key="live-bar"):
         a, b = st.columns([3, 1], vertical_alignment="center")
         a.markdown(f"**🎓 {t('class_code', code=view.code)}** · {t('following') if follow else t('exploring')}  \n{where}")
@@ -230,20 +223,31 @@ def follow_bar() -> None:
             b.button(t("explore"), key="live-explore", on_click=_explore, args=(True,), width="stretch")
         else:
             b.button(t("back"), key="live-back", on_click=_explore, args=(False,), type="primary", width="stretch")
-    if not follow or view.version == st.session_state.get(S_SEEN):
-        return
-    st.session_state[S_SEEN] = view.version
-    if _reopened(view) or _closed(view):
-        st.rerun(scope="app")
-    target = (view.slug, tuple(sorted(view.params.items())))
-    if view.slug and target != st.session_state.get(S_APPLIED):
-        st.session_state[S_APPLIED] = target
-        go_to(view.slug, dict(view.params))
+    _poll_room()
+
+
+@st.fragment(run_every=POLL_S)
+def _poll_room() -> None:
+    """Follows the room; draws one empty element, not the bar (200 bars redrawn: a busy server)."""
+    st.empty()
+    view = room_view()
+    if view is None:
+        st.rerun(scope="app")                       # the room is gone: the page without it
+    if is_following() and view.version != st.session_state.get(S_SEEN):
+        st.session_state[S_SEEN] = view.version
+        if _reopened(view) or _closed(view):
+            st.rerun(scope="app")
+        target = (view.slug, tuple(sorted(view.params.items())))
+        if view.slug and target != st.session_state.get(S_APPLIED):
+            st.session_state[S_APPLIED] = target
+            if target != st.session_state.get(S_ON_PAGE):     # not what the page shows already
+                go_to(view.slug, dict(view.params))
+    if view.slug != st.session_state.get(S_BAR):
+        st.rerun(scope="app")                       # the bar names another page: redraw it
 
 
 def _closed(view) -> bool:
-    """Whether a question open on this page was revealed (or closed) since: the page redraws
-    it revealed (lib/ui/live_predict.py's answer fragment does not poll by itself)."""
+    """Whether a question open on this page was revealed (or closed) since (redrawn revealed)."""
     open_ = st.session_state.get(S_OPEN, {})
     done = [q for q, phase in open_.items() if view.is_revealed(q, phase)]
     for q in done:
@@ -252,8 +256,7 @@ def _closed(view) -> bool:
 
 
 def _reopened(view) -> bool:
-    """Whether a question this page showed revealed was reset (asked again): its answer is
-    forgotten here too, the page must redraw it open."""
+    """Whether a question shown revealed was reset: its answer is forgotten, redrawn open."""
     shown = st.session_state.get(S_SHOWN, {})
     again = [q for q in shown if q not in view.revealed]
     for q in again:
@@ -265,9 +268,8 @@ def _reopened(view) -> bool:
 
 # ---- the lecturer publishes ---------------------------------------------------------------------
 def page_state(slug: str, claimed: set[str]) -> dict[str, str]:
-    """The page's state as URL parameters: what its URL holds, plus the text boxes left at
-    their default (a default prompt differs between languages; students must see the
-    lecturer's)."""
+    """The page's state as URL parameters: its URL's, plus text boxes left at their default
+    (a default prompt differs between languages; students must see the lecturer's)."""
     out = {}
     for name in sorted(set(claimed) - NOT_PAGE_STATE):
         value = st.query_params.get(name)
@@ -279,8 +281,10 @@ def page_state(slug: str, claimed: set[str]) -> dict[str, str]:
 
 
 def publish(slug: str, claimed: set[str]) -> None:
-    """The lecturer's page and controls go to the room when they changed (presenter only)."""
+    """The lecturer's page/controls to the room when changed; a student's, to S_ON_PAGE."""
     if not is_presenter():
+        if room_code() is not None:
+            st.session_state[S_ON_PAGE] = (slug, tuple(sorted(page_state(slug, claimed).items())))
         return
     params = page_state(slug, claimed)
     if st.session_state.get(S_PHASE, LIVE) != LIVE:

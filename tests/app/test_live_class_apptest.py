@@ -158,3 +158,25 @@ def test_a_control_the_lecturer_moves_is_published_and_a_student_gets_it(store):
     st_at = open_page("temperature", {"room": keys.code})
     assert not st_at.exception, [e.value for e in st_at.exception]
     assert st_at.slider(key="temperature.n").value == 20                # the student follows the state
+
+
+def test_a_student_already_showing_the_rooms_state_is_not_switched_again(store):
+    """The lecturer republishing the state a student's page shows (a new version, the same page
+    and parameters) must not rerun the student's page through a page switch (issue 30: 200
+    phones' pages at once); a different state must. A switch forgets the page's widget keys
+    (live_class.go_to), so a sentinel key under the page's name tells the two apart."""
+    keys = store.create_room("en")
+    store.set_page(keys.code, keys.secret, "temperature", {})         # the page, its defaults implied
+    at = open_page("temperature", {"room": keys.code})
+    assert not at.exception, [e.value for e in at.exception]
+    shown = dict(at.session_state["live.on_page"][1])
+    at.session_state["temperature.sentinel"] = "kept"
+    assert shown.get("prompt")                                        # the default prompt, spelled out
+    store.set_page(keys.code, keys.secret, "temperature", shown)      # what it shows, new version
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["temperature.sentinel"] == "kept"
+    store.set_page(keys.code, keys.secret, "temperature", dict(shown, prompt="The capital of Peru is"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "temperature.sentinel" not in at.session_state             # switched to the new state
