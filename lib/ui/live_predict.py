@@ -81,7 +81,7 @@ def _presenter(page, t, box, qid, phase, codes, labels, correct, closed, why) ->
 
 def _reset(qid: str) -> None:
     """Ask again: the store forgets the question's answers and reveal (every phase); the
-    students' class bar sees the room's new version and reopens it (live_class.follow_bar)."""
+    students' class bar poll (live_class._poll_room) sees the room's new version and reopens it."""
     live.store().reset(live.room_code(), live.secret(), qid)
 
 
@@ -176,7 +176,7 @@ def _send(qid: str, phase: str, codes: list[str], key: str) -> None:
 @st.fragment
 def _student_answer(qid: str, phase: str, codes: list[str], labels: dict[str, str]) -> None:
     """The student's choice (sent on change: only this fragment reruns) and its
-    acknowledgement. It does not poll: the class bar's poll (live_class.follow_bar) reruns the
+    acknowledgement. It does not poll: the class bar's poll (live_class._poll_room) reruns the
     page when this question is revealed or closed (one poll per student, not two: 200 phones
     polling twice every 2 s kept two cores busy and the answers' p95 at 5.6 s)."""
     t = texts("live_class")

@@ -4,7 +4,8 @@ the student's sidebar lines (the class, its current page, nickname, leave).
 
 `show(lang)` is the shell's one hook (lib/ui/shell.py), called on every run after the sidebar:
 it writes the sidebar block and, at the top of the main area, either the join panel (the
-lecturer, while "Show the join code" is on) or the student's class bar (live_class.follow_bar).
+lecturer, while "Show the join code" is on) or the student's class bar (live_class.follow_bar,
+polled by live_class._poll_room).
 
 Links: the join link is `<base>/?room=<CODE>` (`&lang=id` for an Indonesian class) and never
 holds the secret; the presenter link adds `&key=<SECRET>`. `<base>` is LLM_LAB_PUBLIC_URL when
