@@ -56,8 +56,6 @@ runs = []
 for i, pol in enumerate(policies):
     runs.append(runtime.cached(kq.run_policy, max_entries=128)(m.engine, prompt.ids, E, pol, _ref=report))
     bar.progress((i + 1) / len(policies), text=t("running", n=len(policies), E=E, P=T - E))
-quant = runtime.cached(checks.quantizer_reports, max_entries=8)(  # vs PyTorch's fake quantization
-    m.engine, prompt.ids, E, tuple(policies[:len(GRID_BITS) * len(qz.GRANULARITIES)]), _ref=report)
 bar.empty()
 n_grid = len(GRID_BITS) * len(qz.GRANULARITIES)
 r16, r_k, r_v, r_kivi = runs[n_grid:]
@@ -134,7 +132,7 @@ st.markdown(t("formula_text", L=s.n_layers, K=s.n_kv_heads, d=s.head_dim, T=T,
               f16=kq.kv_bytes_formula(s.n_layers, s.n_kv_heads, s.head_dim, 32768, 1, 2) / 2**20))
 
 page.notice()
-page.checks(checks.page_checks(s, (report.n_prefix, report.n_eval), grid_runs, r16, r_k, r_v, gran_label, t, quant))
+page.checks(checks.page_checks(s, (report.n_prefix, report.n_eval), grid_runs, r16, r_k, r_v, gran_label, t))
 page.try_this()
 page.code(kq.kv_bytes_formula, QuantizedKVCache.append, Packed.of, kq.run_policy)
 page.sources()

@@ -117,15 +117,19 @@ def packed_report(x: torch.Tensor, packed) -> QuantReport:
 
 def cache_report(quantized_cache, original) -> QuantReport:
     """Every packed block of a QuantizedKVCache (all layers, K and V) against `original`, the
-    full-precision KVCache it was built from (same entries, same order)."""
-    reports = []
+    full-precision KVCache it was built from (same entries, same order). A block kept in full
+    precision must equal the original exactly (half_step = inf otherwise)."""
+    reports, exact = [], True
     for l in range(quantized_cache.n_layers):
         start = 0
         for pair in quantized_cache.blocks(l):
             n = pair[0].shape[2]
             for which, stored in enumerate(pair):
+                src = (original.keys(l), original.values(l))[which][:, :, start:start + n]
                 if hasattr(stored, "spec"):                                  # a Packed block
-                    src = (original.keys(l), original.values(l))[which][:, :, start:start + n]
                     reports.append(packed_report(src, stored))
+                else:
+                    exact = exact and torch.equal(stored, src)
             start += n
-    return worst(reports)
+    w = worst(reports)
+    return w if exact else QuantReport(w.scale_err, w.agree, float("inf"), w.n_groups)

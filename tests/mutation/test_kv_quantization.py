@@ -10,6 +10,7 @@ from lib.concepts.kv_quantization import checks, kv_quant as kq
 from lib.core.cache import quantized as cq
 from lib.core.cache.quantized import KVQuantPolicy, QuantSpec
 from lib.model.from_transformers import engine_from_hf
+from lib.reference import quant_reference as qref
 from tests.conftest import tiny_gemma3
 
 GRANS = ("tensor", "token", "channel", "group")
@@ -44,8 +45,7 @@ def results(eng, ids):
     r16 = run(KVQuantPolicy(q(16, "token"), q(16, "token")))
     r_k = run(KVQuantPolicy(q(2, "token"), None))
     r_v = run(KVQuantPolicy(None, q(2, "token")))
-    quant = checks.quantizer_reports(eng, ids, N_EVAL, tuple(p for p, _ in grid.values()), _ref=ref)
-    res = checks.page_checks(eng.spec, (ref.n_prefix, ref.n_eval), grid, r16, r_k, r_v, NAMES, key, quant)
+    res = checks.page_checks(eng.spec, (ref.n_prefix, ref.n_eval), grid, r16, r_k, r_v, NAMES, key)
     return {r.name for r in res if not r.passed}
 
 
@@ -97,7 +97,8 @@ def prefix(eng, ids):
 def quant_results(eng, ids, prefix):
     q = lambda b, g: QuantSpec(b, g, True, GROUP)  # noqa: E731
     pols = tuple(KVQuantPolicy(q(b, g), q(b, g)) for b in (8, 4, 2) for g in GRANS)
-    res = checks.quantizer_checks(checks.quantizer_reports(eng, ids, N_EVAL, pols, _ref=prefix), key)
+    reports = {p.label(): qref.cache_report(cq.QuantizedKVCache.from_cache(prefix.prefix, p), prefix.prefix) for p in pols}
+    res = checks.quantizer_checks(reports, key)
     return {r.name for r in res if not r.passed}
 
 
