@@ -12,6 +12,7 @@ from lib.concepts.model_memory import probes
 from lib.model import bundled_model
 from lib.model.long_text import long_text
 from lib.model.model_loader import BUNDLED
+from lib.reference import memory_reference
 from lib.ui import runtime
 from lib.ui.page import ConceptPage
 
@@ -66,6 +67,7 @@ with st.spinner(t("measuring_model", B=batch, T=prefill)):
     tok_probe = probe(probes.measure_tokenizer)
     w_probe = probe(probes.measure_weights, s)
     pre_probe = probe(probes.measure_prefill, s, ids, batch)
+    engine_kv = runtime.cached(memory_reference.engine_cache_bytes)(m.engine, ids)   # a real cache's storage
 for r in refused:
     st.warning(r)
 measured = mc.Measured(gguf, kv_probe, w_probe, pre_probe)
@@ -149,7 +151,7 @@ if revealed:
                 caption=t("fig_ollama_caption", ollama=OLLAMA_MB, over=overhead / 1e6))
 
 page.notice()
-page.checks(mc.page_checks(s, measured, t))
+page.checks(mc.page_checks(s, measured, t, engine_kv))
 page.try_this()
 page.code(ma.kv_cache_bytes, ma.prefill_activation_bytes, ma.parameter_count, probes.run_probe)
 page.sources()
