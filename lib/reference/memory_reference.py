@@ -1,6 +1,6 @@
 """A real KV cache's bytes, for the memory calculator to be compared with (issue 32).
 
-`engine_cache_bytes(engine, ids)` prefills `ids` through the engine into a cache made for
+`engine_cache_bytes(engine, ids)` prefills the first MAX_TOKENS of `ids` through the engine into a cache made for
 exactly that many tokens (engine.new_cache) and returns the bytes of the storage its key,
 value and position tensors really occupy (`untyped_storage().nbytes()`, each storage counted
 once), with the token count. Nothing here uses the calculator's formula: a calculator that
@@ -19,8 +19,12 @@ class CacheBytes:
     allocated: int       # bytes of the distinct storages behind keys, values and positions
 
 
-def engine_cache_bytes(engine, ids: tuple[int, ...]) -> CacheBytes:
-    x = torch.tensor([list(ids)], device=engine.device)                      # (1, T)
+MAX_TOKENS = 32      # the first 32 prefill tokens: the bytes are exact at any length, the cost stays small
+
+
+def engine_cache_bytes(engine, ids: tuple[int, ...], max_tokens: int = MAX_TOKENS) -> CacheBytes:
+    """ids: prompt tokens (the first max_tokens are prefilled)."""
+    x = torch.tensor([list(ids)[:max_tokens]], device=engine.device)        # (1, T)
     cache = engine.new_cache(capacity=x.shape[1])
     engine.forward(x, cache, logits="none")
     seen, total = set(), 0
