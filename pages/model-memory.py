@@ -9,6 +9,7 @@ from lib.concepts.model_memory import probes
 from lib.model import bundled_model
 from lib.model.long_text import long_text
 from lib.model.model_loader import BUNDLED
+from lib.reference import memory_reference
 from lib.ui.page import ConceptPage
 
 CONTEXTS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -159,6 +160,7 @@ with ollama_box:
         page.figure(fig, "ollama_context", {"bar": bars, **{name: vals for name, vals in parts4}},
                     caption=t("fig_ollama_caption", ollama=OLLAMA_MB, over=overhead / 1e6))
 
+engine_kv = runtime.cached(memory_reference.engine_cache_bytes)(m.engine, ids)   # a real cache's storage
 with checks_box:
-    page.checks(mc.page_checks(s, measured, t))
+    page.checks(mc.page_checks(s, measured, t, engine_kv))
 page.finish()

@@ -9,6 +9,7 @@ from lib.decoding import paged_generation
 from lib.core.cache.block_manager import BlockManager
 from lib.core.cache.paged import PagedBatch
 from lib.model.tokens import encode_prompt
+from lib.reference import batch_reference
 from lib.ui.page import ConceptPage
 from lib.ui.step_through import step_through
 
@@ -34,6 +35,7 @@ others = [encode_prompt(m.tokenizer, t(k), 96).ids for k in ("req_b", "req_c", "
 requests = workload.page_requests(prompt.ids, others, n_new, seed)
 with st.spinner(t("running", n=n_new)):
     run = runtime.cached(paged_generation.run_requests)(m.engine, requests, n_blocks, bs)
+    batch = runtime.cached(batch_reference.batched_vs_alone)(m.engine, tuple(tuple(r.prompt_ids) for r in requests))
 for rid in run.rejected:
     st.warning(t("rejected", rid=rid, blocks=n_blocks))
 if not run.snapshots:
@@ -110,7 +112,7 @@ st.dataframe(pd.DataFrame([{t("col_seq"): s, t("col_prompt_end"): "…" + show(r
 st.caption(t("gen_caption", seed=seed))
 
 page.notice()
-page.checks(checks.page_checks(run, requests, len(prompt.ids), t))
+page.checks(checks.page_checks(run, requests, len(prompt.ids), t, batch))
 page.try_this()
 page.code(paged_generation.run_requests, PagedBatch, BlockManager.append_slots, BlockManager.fork)
 page.sources()

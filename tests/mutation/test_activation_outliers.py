@@ -77,3 +77,21 @@ def test_floor_instead_of_round(acts, monkeypatch):
 def test_clip_only_the_positive_side(acts, monkeypatch):
     monkeypatch.setattr(qz, "clip", lambda x, thr: torch.clamp(x, max=thr))
     assert "check_clip" in results(acts)
+
+
+def test_scale_without_the_division_by_qmax(acts, monkeypatch):
+    real = cq.quantize
+
+    def no_qmax(x, spec, scale_dtype=None):
+        return real(x, cq.QuantSpec(2, spec.granularity, spec.symmetric, spec.group_size), scale_dtype) \
+            if spec.bits == BITS else real(x, spec, scale_dtype)              # qmax = 1: scale = max|x|
+    monkeypatch.setattr(qz, "quantize", no_qmax)
+    assert {"check_scale", "check_bound"} <= results(acts)
+
+
+def test_per_tensor_scale_where_per_channel_was_asked(acts, monkeypatch):
+    real = cq.quantize
+    monkeypatch.setattr(qz, "quantize", lambda x, spec, scale_dtype=None: real(
+        x, cq.QuantSpec(spec.bits, "tensor", spec.symmetric, spec.group_size) if spec.granularity == "channel" else spec,
+        scale_dtype))
+    assert "check_scale" in results(acts)

@@ -10,6 +10,7 @@ from lib.concepts.kv_quantization import checks, kv_quant as kq
 from lib.core.cache import quantized as cq
 from lib.core.cache.quantized import KVQuantPolicy, QuantSpec
 from lib.model.from_transformers import engine_from_hf
+from lib.reference import quant_reference as qref
 from tests.conftest import tiny_gemma3
 
 GRANS = ("tensor", "token", "channel", "group")
@@ -84,3 +85,62 @@ def test_values_policy_applied_to_keys(eng, ids, monkeypatch):
         real_init(self, *a, policy=KVQuantPolicy(policy.value, policy.value, policy.residual), **k)
     monkeypatch.setattr(cq.QuantizedKVCache, "__init__", swapped)
     assert {"check_kv", "check_bytes"} & results(eng, ids)
+
+
+# ---- the quantizer itself, against PyTorch's fake quantization on float64 scales (issue 32) ----
+# (only the two quantizer checks: no forward runs, the reference prefix cache is computed once)
+@pytest.fixture(scope="module")
+def prefix(eng, ids):
+    return kq.reference(eng, ids, N_EVAL)
+
+
+def quant_results(eng, ids, prefix):
+    q = lambda b, g: QuantSpec(b, g, True, GROUP)  # noqa: E731
+    pols = tuple(KVQuantPolicy(q(b, g), q(b, g)) for b in (8, 4, 2) for g in GRANS)
+    reports = {p.label(): qref.cache_report(cq.QuantizedKVCache.from_cache(prefix.prefix, p), prefix.prefix) for p in pols}
+    res = checks.quantizer_checks(reports, key)
+    return {r.name for r in res if not r.passed}
+
+
+def test_quantizer_checks_green_without_a_bug(eng, ids, prefix):
+    assert quant_results(eng, ids, prefix) == set()
+
+
+def _quantize_with(monkeypatch, scale_of=None, rounding=None, granularity_of=None):
+    """Replace lib.core.cache.quantized.quantize (symmetric) by a copy with one step changed."""
+    def bad(x, spec, scale_dtype=None):
+        shape = x.shape
+        xf = x.float().reshape(1, -1) if x.dim() == 1 else x.float()
+        g = granularity_of(spec) if granularity_of else spec
+        xg, dims = cq.grouped(xf, g)
+        amax = xg.abs().amax(dim=dims, keepdim=True)
+        scale = scale_of(amax, spec) if scale_of else amax / spec.qmax
+        if scale_dtype is not None:
+            scale = cq._round_up(scale, scale_dtype)
+        scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+        codes = torch.clamp((rounding or torch.round)(xg / scale), -spec.qmax, spec.qmax)
+        deq = codes * scale
+        return cq.Quantized(codes.to(torch.int32).reshape(shape), scale, torch.zeros_like(scale),
+                            deq.reshape(shape), scale.numel())
+    monkeypatch.setattr(cq, "quantize", bad)
+
+
+def test_scale_without_the_division_by_qmax(eng, ids, prefix, monkeypatch):
+    _quantize_with(monkeypatch, scale_of=lambda amax, spec: amax)
+    assert {"check_torchq", "check_step"} <= quant_results(eng, ids, prefix)
+
+
+def test_codes_truncated_toward_zero_instead_of_rounded(eng, ids, prefix, monkeypatch):
+    _quantize_with(monkeypatch, rounding=torch.trunc)
+    assert {"check_torchq", "check_step"} <= quant_results(eng, ids, prefix)
+
+
+def test_per_tensor_scales_where_per_channel_was_asked(eng, ids, prefix, monkeypatch):
+    _quantize_with(monkeypatch, granularity_of=lambda spec: QuantSpec(spec.bits, "tensor", True, spec.group_size)
+                   if spec.granularity == "channel" else spec)
+    assert "check_torchq" in quant_results(eng, ids, prefix)
+
+
+def test_scale_rounded_to_nearest_fp16_instead_of_up(eng, ids, prefix, monkeypatch):
+    monkeypatch.setattr(cq, "_round_up", lambda scale, dtype: scale.to(dtype).float())
+    assert "check_torchq" in quant_results(eng, ids, prefix)

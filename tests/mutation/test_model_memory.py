@@ -73,3 +73,34 @@ def test_prefill_counts_one_mlp_buffer_instead_of_four(real_model, measured, mon
         return real(spec, batch, tokens, bytes_per_element, logits) - 3 * batch * tokens * spec.intermediate * bytes_per_element
     monkeypatch.setattr(ma, "prefill_activation_bytes", one_buffer)
     assert "check_prefill" in failed(real_model, measured)
+
+
+# ---- the calculator against a real engine cache (issue 32): also when the probes are refused --
+@pytest.fixture(scope="module")
+def engine_kv(real_model):
+    from lib.reference.memory_reference import engine_cache_bytes
+
+    return engine_cache_bytes(real_model.engine, tuple(real_model.tokenizer(long_text()[:4000])["input_ids"][:128]))
+
+
+def refused_failed(real_model, measured, engine_kv):
+    alone = mc.Measured(measured.gguf, None, None, None)                  # every probe refused
+    return {r.name for r in mc.page_checks(real_model.spec, alone, key, engine_kv) if not r.passed}
+
+
+def test_engine_cache_check_green_without_a_bug(real_model, measured, engine_kv):
+    assert "check_kv_engine" in {r.name for r in mc.page_checks(real_model.spec, measured, key, engine_kv)}
+    assert refused_failed(real_model, measured, engine_kv) == set()
+
+
+def test_kv_values_forgotten_seen_by_the_engine_cache_with_probes_refused(real_model, measured, engine_kv,
+                                                                          monkeypatch):
+    real = ma.kv_bytes_formula
+    monkeypatch.setattr(ma, "kv_bytes_formula", lambda *a, **k: real(*a, **k) / 2)
+    assert "check_kv_engine" in refused_failed(real_model, measured, engine_kv)
+
+
+def test_kv_positions_forgotten(real_model, measured, engine_kv, monkeypatch):
+    real = ma.kv_cache_bytes
+    monkeypatch.setattr(ma, "kv_cache_bytes", lambda *a, **k: real(*a, **{**k, "positions": False}))
+    assert "check_kv_engine" in refused_failed(real_model, measured, engine_kv)

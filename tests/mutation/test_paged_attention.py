@@ -13,6 +13,8 @@ from lib.core.cache import block_manager as bmod
 from lib.decoding.paged_generation import Request, run_requests
 from lib.core.cache import paged
 from lib.model.from_transformers import engine_from_hf
+from lib.decoding import batching
+from lib.reference import batch_reference
 from tests.conftest import tiny_gemma3
 
 BS, BLOCKS = 4, 18
@@ -42,11 +44,20 @@ def requests():
 
 def results(real_model, requests):
     run = run_requests(real_model.engine, requests, BLOCKS, BS)
-    return {r.name for r in checks.page_checks(run, requests, len(requests[0].prompt_ids), key) if not r.passed}, run
+    batch = batch_reference.batched_vs_alone(real_model.engine, tuple(tuple(r.prompt_ids) for r in requests))
+    return {r.name for r in checks.page_checks(run, requests, len(requests[0].prompt_ids), key, batch)
+            if not r.passed}, run
 
 
-def test_all_green_without_a_bug(real_model, requests):
-    failed, run = results(real_model, requests)
+def test_all_green_without_a_bug_on_a_deliberately_loaded_machine(real_model, requests):
+    """Also issue 32 item 5: with a busy program on every core, correct code shows no ❌ (the
+    page's checks read block tables, logits and counts, never a clock). The module's one
+    unmutated run, so the load costs no extra run."""
+    from tests.mutation.busy_cores import busy_cores
+
+    with busy_cores() as load:
+        failed, run = results(real_model, requests)
+    assert load["others"] > 0.5                                  # the load was there
     assert failed == set()
     assert checks.waits_and_reuse(run, requests)[0], "the pool must make a request wait"
 
@@ -91,3 +102,17 @@ def test_free_keeps_the_blocks(real_model, requests, monkeypatch):
     except bmod.OutOfBlocks:
         return                                            # the run cannot even finish: caught too
     assert {"check_invariants", "check_reuse"} & failed
+
+
+def test_batched_rows_read_at_the_padded_end(real_model, requests, monkeypatch):
+    """lib/decoding/batching.py (issue 32): every row's ids padded to the longest before the
+    forward, so a shorter prompt's logits are read after its padding: the batching check turns red."""
+    real = batching.batched_forward
+
+    def bad(engine, reqs):
+        T = max(r[0].shape[1] for r in reqs)
+        return real(engine, [(torch.nn.functional.pad(r[0], (0, T - r[0].shape[1])), r[1]) for r in reqs])
+    monkeypatch.setattr(batching, "batched_forward", bad)
+    batch = batch_reference.batched_vs_alone(real_model.engine, tuple(tuple(r.prompt_ids) for r in requests))
+    assert not checks.batch_check(batch, key).passed
+

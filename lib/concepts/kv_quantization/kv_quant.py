@@ -25,9 +25,10 @@ from lib.core.cache.dense import KVCache
 from lib.core.cache.quantized import KVQuantPolicy, Packed, QuantizedKVCache, QuantSpec
 from lib.core.engine import Engine
 from lib.core.hooks import Recorder
+from lib.reference.quant_reference import QuantReport, cache_report
 
 __all__ = ["KVQuantPolicy", "QuantizedKVCache", "QuantSpec", "kv_bytes_formula", "predicted_bytes", "KVRun",
-           "Reference", "reference", "run_policy", "half_step_ratio"]
+           "Reference", "reference", "run_policy"]
 
 
 def kv_bytes_formula(n_layers: int, n_kv_heads: int, head_dim: int, tokens: int, batch: int,
@@ -62,26 +63,6 @@ def predicted_bytes(spec, appends: tuple[int, ...], policy: KVQuantPolicy, batch
     return total
 
 
-def half_step_ratio(cache: QuantizedKVCache, original: KVCache) -> float:
-    """max over every stored entry of |read back - original| / (step / 2): round-to-nearest
-    never errs by more than half a step (<= 1); entries kept in full precision must be exact."""
-    worst = 0.0
-    for l in range(cache.n_layers):
-        start = 0
-        for pair in cache.blocks(l):
-            for which, stored in enumerate(pair):
-                n = stored.shape[2]
-                ref = (original.keys(l), original.values(l))[which][:, :, start:start + n].float()
-                if isinstance(stored, Packed):
-                    err = (stored.dequant() - ref).abs() / (stored.step() / 2)
-                else:
-                    err = (stored.float() - ref).abs() * math.inf
-                    err = torch.nan_to_num(err, nan=0.0)
-                worst = max(worst, float(err.max())) if err.numel() else worst
-            start += pair[0].shape[2]
-    return worst
-
-
 @dataclass
 class KVRun:
     label: str
@@ -91,7 +72,8 @@ class KVRun:
     attn_max_layer0: float          # max |p - p_ref| in layer 0 (before any propagation)
     bytes_stored: int               # this policy's cache for all tokens: storage allocated (measured)
     bytes_full: int                 # the same cache in the engine's dtype
-    half_step: float = 0.0          # half_step_ratio of the prefix cache (<= 1 when rounding is right)
+    half_step: float = 0.0          # max |read back - original| / (float64 scale / 2) over the prefix cache
+    quant: QuantReport | None = None  # its packed blocks against PyTorch's fake quantization (float64 scales)
 
 
 @dataclass
@@ -133,14 +115,15 @@ def reference(engine: Engine, ids: tuple[int, ...], n_eval: int) -> Reference:
 def run_policy(engine: Engine, ids: tuple[int, ...], n_eval: int, policy: KVQuantPolicy,
                _ref: Reference | None = None) -> KVRun:
     """Quantize the reference prefix cache with `policy`, run the last n_eval tokens against
-    it and compare with the full-precision run. `_ref` = reference(engine, ids, n_eval), if
+    it and compare with the full-precision run; its packed blocks are compared with PyTorch's
+    fake quantization on float64 scales (lib.reference.quant_reference.cache_report). `_ref` = reference(engine, ids, n_eval), if
     already computed (underscore: not part of a cache key, it is determined by the others)."""
     ref = _ref if _ref is not None else reference(engine, ids, n_eval)
     x = torch.tensor([list(ids[ref.n_prefix:])], device=engine.device)     # (1, E)
     qc = QuantizedKVCache.from_cache(ref.prefix, policy)
-    half = half_step_ratio(qc, ref.prefix)                                   # before new entries arrive
+    quant = cache_report(qc, ref.prefix)                                     # before new entries arrive
     h, p = _eval(engine, qc, x)
     diffs = [(a - b).abs() for a, b in zip(p, ref.p_ref)]                    # (H, E, S) per layer
     tv = float(torch.stack([0.5 * d.sum(-1).mean() for d in diffs]).mean())
     return KVRun(policy.label(), compare(engine, tuple(ids[ref.n_prefix:]), ref.h_ref, h), tv,
-                 float(max(d.max() for d in diffs)), float(diffs[0].max()), qc.nbytes(), ref.cache_nbytes, half)
+                 float(max(d.max() for d in diffs)), float(diffs[0].max()), qc.nbytes(), ref.cache_nbytes, quant.half_step, quant)

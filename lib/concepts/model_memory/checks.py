@@ -5,7 +5,7 @@ formula, sliding-window capacity or activation count turns at least one red
 (tests/mutation/test_model_memory.py).
 
     measured = Measured(gguf_breakdown(...), kv_probe, weights_probe, prefill_probe)   # None: refused
-    results = page_checks(spec, measured, t)
+    results = page_checks(spec, measured, t, engine_kv)   # engine_kv: memory_reference.engine_cache_bytes
 
 `t(key, **fmt)` is the page's text lookup (tests may pass a stub that returns the key).
 """
@@ -37,7 +37,10 @@ def q8_file_bytes(spec, gguf: dict) -> float:
     return ma.weight_bytes(spec, "Q8_0") + gguf["file_bytes"] - tensors
 
 
-def page_checks(spec, m: Measured, t) -> list[CheckResult]:
+def page_checks(spec, m: Measured, t, engine_kv=None) -> list[CheckResult]:
+    """The checks; engine_kv (lib.reference.memory_reference.CacheBytes: the storage a real
+    engine cache allocated for a prefill, in this process) adds the calculator's KV bytes
+    against it, exactly, available even when the probes are refused."""
     out = []
     bad = [(k, 8 * v["bytes"] / v["params"], ma.BITS_PER_WEIGHT.get(k)) for k, v in sorted(m.gguf["by_type"].items())]
     worst = max(bad, key=lambda r: abs(r[1] - (r[2] if r[2] is not None else -1e9)))
@@ -67,6 +70,11 @@ def page_checks(spec, m: Measured, t) -> list[CheckResult]:
         out.append(CheckResult(t("check_kv", n=len(kv)), all(c.rel_error <= TOL for c in kv),
                                t("check_kv_detail", name=t(f"kv_case_{kind}", n=int(n_tok)), p=worst_kv.predicted / 1e6,
                                  m=worst_kv.measured / 1e6, e=worst_kv.rel_error), reference=t("ref_measured")))
+    if engine_kv is not None:
+        pred = ma.kv_cache_bytes(spec, engine_kv.tokens)
+        out.append(CheckResult(t("check_kv_engine", n=engine_kv.tokens), int(pred) == engine_kv.allocated,
+                               t("check_kv_engine_detail", p=pred / 1e6, m=engine_kv.allocated / 1e6,
+                                 d=engine_kv.allocated - int(pred)), reference=t("ref_kv_engine")))
     c = ma.compare_prefill(spec, m.prefill) if m.prefill is not None else None
     if c is not None:
         pre = m.prefill.steps["prefill"]

@@ -7,7 +7,7 @@ copy-on-write must happen), and the earlier snapshots (which blocks were freed b
 """
 from __future__ import annotations
 
-from lib.concepts.check_result import CheckResult
+from lib.concepts.check_result import CONSISTENCY, CheckResult
 
 LOGIT_TOL = 1e-3          # max |paged logit - contiguous logit| (float32, different gather order)
 
@@ -40,8 +40,10 @@ def waits_and_reuse(run, requests) -> tuple[list[str], set[int]]:
     return waited, reused
 
 
-def page_checks(run, requests, prompt_len: int, t) -> list[CheckResult]:
-    """The page's checks; `t(key, **fmt)` gives the texts (tests may pass a stub)."""
+def page_checks(run, requests, prompt_len: int, t, batch=None) -> list[CheckResult]:
+    """The page's checks; `t(key, **fmt)` gives the texts (tests may pass a stub). batch:
+    lib.reference.batch_reference.batched_vs_alone of the requests' prompts (continuous
+    batching of the same prompts against the engine alone, a consistency check), or None."""
     bs = run.block_size
     worst = worst_unused(run)
     shared = sum(1 for s in run.snapshots for r in s.ref_counts if r > 1)
@@ -61,4 +63,12 @@ def page_checks(run, requests, prompt_len: int, t) -> list[CheckResult]:
         CheckResult(t("check_reuse"), bool(reused) if waited else True,
                     t("check_reuse_detail", w=", ".join(waited) or "—", r=len(reused)) if waited
                     else t("check_reuse_none"), reference=t("ref_reuse")),
-    ]
+    ] + ([] if batch is None else [batch_check(batch, t)])
+
+
+def batch_check(batch, t) -> CheckResult:
+    """Continuous batching of the page's prompts against each prompt alone (consistency)."""
+    return CheckResult(t("check_batched"), batch.max_abs_diff <= LOGIT_TOL and batch.argmax_equal,
+                       t("check_batched_detail", n=batch.n_prompts, lens=", ".join(str(x) for x in batch.lengths),
+                         d=batch.max_abs_diff, tol=LOGIT_TOL, same=t("yes") if batch.argmax_equal else t("no")),
+                       reference=t("ref_batched"), kind=CONSISTENCY)
