@@ -19,7 +19,7 @@ CHROMIUM     := /usr/bin/chromium
 BROWSER_DEBS := chromium fonts-noto-color-emoji
 POSTGRES_DEBS := postgresql
 
-.PHONY: setup model run test test-fast bench browser postgres clean-model
+.PHONY: setup model run test test-fast test-walk bench browser postgres clean-model
 
 # The interpreter is checked only when the environment is first created.
 $(VENV)/.installed: requirements-app.txt requirements-dev.txt
@@ -73,6 +73,9 @@ postgres:
 
 test: browser postgres model
 	$(PY) -m pytest
+
+test-walk: model
+	$(PY) -m pytest -m walk tests/model/test_every_value.py
 
 test-fast: setup
 	$(PY) -m pytest -m "not real_model and not browser and not postgres"

@@ -31,7 +31,7 @@ from lib.concepts.catalog import CONCEPTS
 from lib.ui import state as url_state
 from tests.app.open_page import open_page
 
-pytestmark = pytest.mark.real_model   # SLOW, over the 3-minute budget as it stands: 13 of the 19
+pytestmark = [pytest.mark.real_model, pytest.mark.walk]   # not in `make test` (`make test-walk`): SLOW, over the 3-minute budget as it stands: 13 of the 19
 # pages walked on 2026-12-03 took 1,880 s in all on a machine shared by eight engineers (load average
 # 9-20 on 2 cores); most of it is cold computation at the ends (temperature n = 48 with 8 temperatures,
 # beam-search 6 beams x 24 tokens, kv-quantization's 16 policies, logit-bias, top-k-top-p). The six long
