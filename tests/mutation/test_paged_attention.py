@@ -57,7 +57,7 @@ def test_all_green_without_a_bug_on_a_deliberately_loaded_machine(real_model, re
 
     with busy_cores() as load:
         failed, run = results(real_model, requests)
-    assert load["others"] > 0.2      # the load was there (a busy program per core; under 0.5 core each when the suite shares the machine)
+    assert load["others"] > 0.5                                  # the load was there
     assert failed == set()
     assert checks.waits_and_reuse(run, requests)[0], "the pool must make a request wait"
 
