@@ -64,7 +64,7 @@ def page_checks(acts: torch.Tensor, bits: int, group: int, sqnr: dict, clip_at: 
                       gs=group), reference=t("ref_finer")),
         CheckResult(t("check_bound"), half <= HALF_STEP_TOL,
                     t("check_bound_detail", r=half, e=float((acts - q_t.dequant).abs().max()),
-                      h=float(q_t.scale.flatten()[0]) / 2), reference=t("ref_bound64")),
+                      h=s_expect / 2), reference=t("ref_bound64")),
         CheckResult(t("check_clip"), clip_ok,
                     t("check_clip_detail", thr=clip_at, n=n_changed, a=n_above, N=acts.numel(),
                       mx=float(clipped.abs().max()), p0=ppl_ref, p1=clip_effect.ppl_new), reference=t("ref_clip")),

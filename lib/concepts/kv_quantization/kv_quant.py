@@ -22,7 +22,7 @@ import torch
 from lib.core.quantization.activation_capture import Effect, compare
 from lib.core.quantization.quantize import storage_bytes
 from lib.core.cache.dense import KVCache
-from lib.core.cache.quantized import KVQuantPolicy, Packed, QuantizedKVCache, QuantSpec
+from lib.core.cache.quantized import KVQuantPolicy, QuantizedKVCache, QuantSpec
 from lib.core.engine import Engine
 from lib.core.hooks import Recorder
 from lib.reference.quant_reference import QuantReport, cache_report
