@@ -5,7 +5,7 @@ configuration with random weights: fine for correctness of the code path and for
 meaningless for text quality. Measures (one JSON object, also written to --out):
   - parity of our engine with transformers on CUDA in float32 (prefill 700 + 16 decode steps)
   - greedy decode tok/s in bfloat16: transformers `generate`, our engine eager, our engine
-    with the decode step captured in a CUDA graph (lib/core/cache/static.py)
+    with the decode step captured in a CUDA graph (lib/decoding/graphed_greedy.py)
   - cost of verifying a block of k tokens in one forward vs one token (speculative decoding)
 `--tiny` runs the same code on a tiny config (for a quick check on a CPU)."""
 from __future__ import annotations
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lib.model.from_transformers import engine_from_hf  # noqa: E402
 from lib.decoding.generate import greedy  # noqa: E402
-from lib.core.cache.static import GraphedGreedyDecoder  # noqa: E402
+from lib.decoding.graphed_greedy import GraphedGreedyDecoder  # noqa: E402
 
 
 def real_config(tiny: bool):

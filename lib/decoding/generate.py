@@ -45,19 +45,29 @@ OnStep = Callable[[torch.Tensor, PipelineResult, int], None]
 
 
 def prefill(engine: Engine, ids: torch.Tensor, cache: KVCacheProtocol | None = None,
-            chunk: int | None = None) -> tuple[torch.Tensor, KVCacheProtocol]:
+            chunk: int | None = None, positions: torch.Tensor | None = None
+            ) -> tuple[torch.Tensor, KVCacheProtocol]:
     """Run the prompt ids (B, T) into a fresh (or given) cache; return last logits (B, V).
-    `chunk` splits a long prompt into pieces of that many tokens (same result)."""
+    `chunk` splits a long prompt into pieces of that many tokens (same result). `positions`
+    (B, T): where each token sits (default: continue from the cache's next position); a
+    cache that stores rows of different lengths (paged, padded) passes its own."""
     cache = cache if cache is not None else engine.new_cache(ids.shape[0], capacity=ids.shape[1] + 64)
     step = chunk or ids.shape[1]
     for s in range(0, ids.shape[1], step):
-        logits = engine.forward(ids[:, s:s + step], cache)                # (B, 1, V)
+        at = {} if positions is None else {"positions": positions[:, s:s + step]}  # a Seat takes none
+        logits = engine.forward(ids[:, s:s + step], cache, **at)          # (B, 1, V)
     return logits[:, -1], cache
 
 
-def decode_one_token(engine: Engine, token: int, cache: KVCacheProtocol) -> torch.Tensor:
-    """One new token through the model, appended to `cache`; its logits (1, V)."""
-    return engine.forward(torch.tensor([[token]], device=engine.device), cache)[:, -1]
+def decode_one_token(engine: Engine, token: int | torch.Tensor, cache: KVCacheProtocol,
+                     positions: torch.Tensor | None = None) -> torch.Tensor:
+    """One new token per row through the model, appended to `cache`; its logits (B, V).
+    `token`: an id (B = 1) or a LongTensor (B, 1) on the engine's device (a batch of
+    sequences, or a CUDA graph's static input). `positions` (B, 1) as in `prefill`."""
+    if not torch.is_tensor(token):
+        token = torch.tensor([[int(token)]], device=engine.device)
+    at = {} if positions is None else {"positions": positions}
+    return engine.forward(token, cache, **at)[:, -1]
 
 
 class Stepper(Protocol):

@@ -2,11 +2,11 @@
 
 Each scheduler step:
   1. admit waiting requests (first come, first served) while the pool has blocks for their
-     prompt: allocate, prefill through the paged pool, sample the first token; a request
+     prompt: allocate, `prefill` through the paged pool, sample the first token; a request
      with two samples is then forked — both samples share the prompt's blocks (ref_count 2);
-  2. decode: every running sequence feeds its last token in ONE batched forward whose K/V go
-     through the block tables (lib.core.cache.paged_attention.PagedBatch); the first write into a
-     shared, partly filled block copies it (copy-on-write);
+  2. decode: every running sequence feeds its last token in ONE batched `decode_one_token`
+     whose K/V go through the block tables (lib.core.cache.paged.PagedBatch); the first write
+     into a shared, partly filled block copies it (copy-on-write);
   3. sequences that reached their token limit free their blocks, which later requests reuse.
 A snapshot of the block tables and the pool is kept after every step for the figures.
 """
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import torch
 
 from lib.core.cache.block_manager import BlockManager
-from lib.core.cache.paged_attention import BlockPool, paged_forward
-from lib.decoding.generate import choose_token
+from lib.core.cache.paged import BlockPool, PagedBatch
+from lib.decoding.generate import choose_token, decode_one_token, prefill
 from lib.decoding.sampling import SamplingConfig
 
 
@@ -130,7 +130,9 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
             ids = list(r.prompt_ids)
             names = [r.rid] if len(r.samples) == 1 else [f"{r.rid}.{i + 1}" for i in range(len(r.samples))]
             bm.allocate(names[0], ids, use_prefix_cache=False)
-            logits = paged_forward(engine, pool, bm, [names[0]], [ids])[0, -1]         # (V,)
+            batch = PagedBatch(pool, bm, [names[0]], [ids])       # the prompt's slots, via its block table
+            logits = prefill(engine, torch.tensor([ids], device=engine.device), batch,
+                             positions=batch.positions)[0][0]                             # (V,)
             for nm in names[1:]:
                 bm.fork(names[0], nm)
             for nm, (temp, seed) in zip(names, r.samples):
@@ -146,7 +148,9 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
         active = [s for s in running if running[s]["left"] > 0]
         if active:
             before = {s: list(bm.tables[s]) for s in active}
-            logits = paged_forward(engine, pool, bm, active, [[running[s]["next"]] for s in active])[:, -1]  # (B, V)
+            batch = PagedBatch(pool, bm, active, [[running[s]["next"]] for s in active])  # copy-on-write here
+            tokens = torch.tensor([[running[s]["next"]] for s in active], device=engine.device)  # (B, 1)
+            logits = decode_one_token(engine, tokens, batch, batch.positions)             # (B, V)
             events.append(("decode", tuple(active)))
             for b, s in enumerate(active):
                 for i, (old, new) in enumerate(zip(before[s], bm.tables[s])):

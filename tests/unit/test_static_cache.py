@@ -3,7 +3,8 @@ import torch
 
 from lib.model.from_transformers import engine_from_hf
 from lib.decoding.generate import greedy
-from lib.core.cache.static import GraphedGreedyDecoder, StaticKVCache
+from lib.core.cache.static import StaticKVCache
+from lib.decoding.graphed_greedy import GraphedGreedyDecoder
 from tests.conftest import tiny_gemma3
 
 

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from lib.core.engine import Engine
-from lib.decoding.generate import prefill
+from lib.decoding.generate import decode_one_token, prefill
 
 KEPT, FINISHED, PRUNED = "kept", "finished", "pruned"
 EARLY_STOPPING = (False, True, "never")
@@ -192,7 +192,7 @@ def beam_search(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int,
         beam_nodes = [base + r for r in kept]
         beam_tokens = [beam_tokens[int(parent[r])] + (int(token[r]),) for r in kept]
         running = top_cum[idx]                                          # (B,)
-        logits = engine.forward(token[idx][:, None].to(engine.device), cache)[:, -1]   # (B, V)
+        logits = decode_one_token(engine, token[idx][:, None].to(engine.device), cache)   # (B, V)
     return rec
 
 

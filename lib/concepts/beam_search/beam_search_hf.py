@@ -10,8 +10,8 @@ transformers' *unmodified* code is handed a thin adapter that answers its forwar
                            forward. This is the page's parity check.
     transformers_beam_search : `_beam_search` alone, on one of two backends:
 
-    EngineBackend : the engine itself    prefill -> engine.forward(prompt, new KVCache)
-                                         step    -> engine.forward(last tokens (B, 1), cache)
+    EngineBackend : the engine itself    prefill -> the decode loop's prefill(prompt, new KVCache)
+                                         step    -> decode_one_token(last tokens (B, 1), cache)
                                          gather  -> KVCache.reorder(beam_idx)
     TableBackend  : a table of the engine's logits, keyed by generated token sequence, that
                     `lib.concepts.beam_search.beam_search.beam_search(..., logits_table=...)` filled while it ran.
@@ -35,6 +35,7 @@ from transformers.generation.stopping_criteria import (EosTokenCriteria, MaxLeng
 
 from lib.concepts.beam_search.beam_search import BeamRecord, beam_search, select
 from lib.core.engine import Engine
+from lib.decoding.generate import decode_one_token, prefill
 
 
 class EngineBackend:
@@ -43,13 +44,12 @@ class EngineBackend:
 
     def prefill(self, ids: torch.Tensor, capacity: int):
         """ids (B, P), identical rows -> (logits (B, 1, V), KV cache with B rows)."""
-        cache = self.engine.new_cache(1, capacity=capacity)
-        logits = self.engine.forward(ids[:1], cache)                       # (1, 1, V)
+        logits, cache = prefill(self.engine, ids[:1], self.engine.new_cache(1, capacity=capacity))  # (1, V)
         cache.reorder(torch.zeros(ids.shape[0], dtype=torch.long, device=ids.device))
-        return logits.expand(ids.shape[0], -1, -1), cache
+        return logits[:, None].expand(ids.shape[0], -1, -1), cache
 
     def step(self, ids: torch.Tensor, cache) -> torch.Tensor:
-        return self.engine.forward(ids, cache)                             # (B, 1, V)
+        return decode_one_token(self.engine, ids, cache)[:, None]          # (B, 1, V)
 
     def reorder(self, cache, beam_idx: torch.Tensor):
         cache.reorder(beam_idx.long())

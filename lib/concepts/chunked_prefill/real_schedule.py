@@ -4,8 +4,9 @@ prefilled in one piece or in chunks, every step timed. The simulation
 costs; this module measures them, so the page can check the prediction and the claim.
 
 One step (as in the simulation): every running request decodes one token (one batched
-forward), then, once the prompt has arrived, the next `chunk` prompt tokens (chunk = None:
-all of it) go through a forward into the new request's own cache. The step's wall time is the
+`decode_one_token`), then, once the prompt has arrived, the next `chunk` prompt tokens
+(chunk = None: all of it) are a `prefill` into the new request's own cache (the decode
+loop's own two steps, lib/decoding/generate.py). The step's wall time is the
 gap between two tokens of every running request.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from lib.core.timing import exclusive
+from lib.decoding.generate import decode_one_token, prefill
 
 
 @dataclass
@@ -45,20 +47,19 @@ def one_pass(engine, ctx, prompt, chunk, before, after, clock):
     prompt_len = prompt.shape[1]
     steps, pre, toks, first = [], [], [], -1
     cache = engine.new_cache(n_running, capacity=context + before + after + prompt_len + 8)
-    tok = engine.forward(ctx, cache)[:, -1].argmax(-1, keepdim=True)                      # (n, 1)
+    tok = prefill(engine, ctx, cache)[0].argmax(-1, keepdim=True)                         # (n, 1)
     new_cache = engine.new_cache(1, capacity=prompt_len + 8)
     done, tail = 0, 0
     while done < prompt_len or tail < after:
         t0 = clock()
-        logits = engine.forward(tok, cache)[:, -1]                                        # (n, V)
+        logits = decode_one_token(engine, tok, cache)                                     # (n, V)
         n_pre = 0
         if len(steps) >= before and done < prompt_len:
             n_pre = prompt_len - done if chunk is None else min(chunk, prompt_len - done)
-            pos = torch.arange(done, done + n_pre, device=engine.device)[None]            # (1, c)
-            out = engine.forward(prompt[:, done:done + n_pre], new_cache, positions=pos)  # (1, 1, V)
+            out, _ = prefill(engine, prompt[:, done:done + n_pre], new_cache)              # (1, V), continues at `done`
             done += n_pre
             if done == prompt_len:
-                first = int(out[0, -1].argmax())
+                first = int(out[0].argmax())
         elif done == prompt_len:
             tail += 1
         tok = logits.argmax(-1, keepdim=True)                                             # (n, 1)

@@ -1,4 +1,5 @@
-"""A fixed-size KV cache and a decode step captured as a CUDA graph (the gpt-fast approach).
+"""A fixed-size KV cache, the one a decode step captured as a CUDA graph needs (the gpt-fast
+approach; the decoder that captures it: lib/decoding/graphed_greedy.py).
 
 On a GPU, one decode step of a 270M model is ~270 small kernels: launching them from Python
 costs far more than the math. A CUDA graph records the whole step once and replays it with
@@ -40,55 +41,3 @@ class StaticKVCache:
 
     def nbytes(self) -> int:
         return sum(t.nbytes for t in self._k + self._v)
-
-
-class GraphedGreedyDecoder:
-    """Greedy decoding where each step is one CUDA-graph replay (falls back to plain calls
-    on the CPU, where graphs do not exist). The argmax stays on the device: no per-token
-    synchronisation until the tokens are read at the end."""
-
-    def __init__(self, engine, capacity: int = 1024):
-        self.engine, self.capacity = engine, capacity
-        self.cache = StaticKVCache(engine.spec, 1, capacity, engine.dtype, engine.device)
-        self.token = torch.zeros((1, 1), dtype=torch.long, device=engine.device)
-        self.position = torch.zeros((1, 1), dtype=torch.long, device=engine.device)
-        self.graph = None
-
-    def _step(self) -> torch.Tensor:
-        logits = self.engine.forward(self.token, self.cache, positions=self.position)  # (1, 1, V)
-        return logits[0, -1].argmax().view(1, 1)
-
-    def _capture(self) -> None:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):      # warm-up outside the graph (allocations, kernels)
-            for _ in range(2):
-                self._step()
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.next_token = self._step()
-
-    def generate(self, prompt_ids: list[int], max_new_tokens: int) -> list[int]:
-        n = len(prompt_ids)
-        if n + max_new_tokens > self.capacity:
-            raise ValueError(f"prompt + new tokens ({n + max_new_tokens}) exceed capacity {self.capacity}")
-        ids = torch.tensor([prompt_ids], device=self.engine.device)
-        pos = torch.arange(n, device=self.engine.device)[None]
-        logits = self.engine.forward(ids, self.cache, positions=pos)
-        self.token.copy_(logits[0, -1].argmax().view(1, 1))
-        self.position.fill_(n)
-        use_graph = self.engine.device.type == "cuda"
-        if use_graph and self.graph is None:
-            self._capture()    # the capture ran the step: rewrite the same slot on replay
-        out = [self.token.clone()]
-        for _ in range(max_new_tokens - 1):
-            if use_graph:
-                self.graph.replay()
-                nxt = self.next_token
-            else:
-                nxt = self._step()
-            self.token.copy_(nxt)
-            self.position.add_(1)
-            out.append(self.token.clone())
-        return torch.cat(out).flatten().tolist()

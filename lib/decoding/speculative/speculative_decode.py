@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from lib.core.engine import Engine
-from lib.decoding.generate import decode_loop
+from lib.decoding.generate import decode_loop, decode_one_token, prefill
 from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
 from lib.decoding.speculative.acceptance import accept_or_resample, residual
 
@@ -129,9 +129,8 @@ class SpeculativeDecoder:
         t0 = time.perf_counter()
         self.committed = list(prompt_ids)
         self.cache = self.target.new_cache(capacity=len(self.committed) + 128)
-        if len(self.committed) > 1:
-            self.target.forward(torch.tensor([self.committed[:-1]], device=self.target.device),
-                                self.cache, logits="none")
+        if len(self.committed) > 1:           # the loop's own prefill (its last logits unused)
+            prefill(self.target, torch.tensor([self.committed[:-1]], device=self.target.device), self.cache)
         self.draft.reset(self.committed)
         return time.perf_counter() - t0
 
@@ -214,12 +213,12 @@ class _BaselineStepper:
 
     def _one(self, token: int) -> torch.Tensor:
         self.calls += 1
-        return self.target.forward(torch.tensor([[token]], device=self.target.device), self.cache)[0, -1]
+        return decode_one_token(self.target, token, self.cache)[0]
 
     def prefill(self, ids: list[int]) -> torch.Tensor:
         t0 = time.perf_counter()
-        if len(ids) > 1:
-            self.target.forward(torch.tensor([ids[:-1]], device=self.target.device), self.cache, logits="none")
+        if len(ids) > 1:                      # as the verifier's start: its last logits unused
+            prefill(self.target, torch.tensor([ids[:-1]], device=self.target.device), self.cache)
         self.prefill_s = time.perf_counter() - t0
         return self._one(ids[-1])
 
