@@ -32,6 +32,19 @@ def log_x_vline(fig: go.Figure, x: float, text: str, bottom: bool = False, **lin
                        font=dict(size=11, color=line.get("line_color", "grey")))
 
 
+def label_rows(xs, span: float, min_gap: float = 0.3) -> list[int]:
+    """The row (0 = nearest the axis) of a label at each x of `xs` so that two labels on one
+    row are at least min_gap * span apart: labels of lines close together stack one above the
+    other (LABEL_STEP_PX per row) instead of printing into one another on a phone's chart (a
+    label of ~14 characters is ~90 px, 0.3 of a phone's ~300 px plot)."""
+    rows, last = [0] * len(xs), []          # last[r]: x of the latest label on row r
+    for i in sorted(range(len(xs)), key=lambda i: xs[i]):
+        r = next((r for r, x in enumerate(last) if xs[i] - x >= min_gap * span), len(last))
+        last[r:r + 1] = [xs[i]]
+        rows[i] = r
+    return rows
+
+
 def log_y_hline(fig: go.Figure, y: float, text: str, **line) -> None:
     """A horizontal line at y on a log y axis, labelled above its right end."""
     fig.add_hline(y=y, **line)

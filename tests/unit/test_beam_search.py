@@ -306,3 +306,20 @@ def test_clip_words_cuts_at_word_boundaries():
             words = c.split()
             if len(c) < len(text) and len(words) > 1:                # every word shown is whole
                 assert all(w in text.split() for w in words), (n, keep, c)
+
+
+def test_flip_labels_close_together_stack_instead_of_overlapping():
+    """The default search flips at -0.06, 0.40, 0.42, 0.52 and 1.26: on a phone's chart the
+    labels of the three middle flips printed into one another; now each sits on its own row."""
+    from lib.concepts.beam_search import figures
+    from lib.concepts.beam_search.beam_rerank import Flip
+
+    labels = {"title": "", "x": "", "y": "", "flip": "flip {a}", "now": "{a}"}
+    alphas = np.linspace(-1, 3, 41)
+    rec = hand_record([(-1.0 - 0.7 * i, 1 + i) for i in range(3)], max_new=8)
+    sw = sweep(rec, alphas, early_stopping=False)
+    flips = [Flip(a, 0, 1, None, (3, 3)) for a in (0.40, 0.42, 2.0)]
+    fig = figures.score_vs_alpha_figure(alphas, sw.scores, ["a", "b", "c"], sw.winners, [0, 1, 2], 1.0, flips, labels)
+    marks = [a for a in fig.layout.annotations if a.text.startswith("flip")]
+    assert [a.x for a in marks] == [0.40, 0.42, 2.0]
+    assert marks[0].yshift != marks[1].yshift and marks[2].yshift == marks[0].yshift

@@ -83,3 +83,13 @@ def test_long_titles_wrap_short_and_marked_up_ones_stay():
     fig = go.Figure(layout=dict(title="<b>bold</b> " + long))
     assert wrap_title(fig, 60) == 1 and "<br>" not in fig.layout.title.text
     assert wrap_title(go.Figure(layout=dict(title="short")), 60) == 1 and wrap_title(go.Figure()) == 0
+
+
+def test_label_rows_stack_labels_that_would_overlap():
+    from lib.concepts.plot_marks import label_rows
+
+    # flips at -0.06, 0.40, 0.42 and 0.52 of a span of 4 are closer than 30 % of it: four rows
+    assert label_rows([-0.06, 0.40, 0.42, 0.52, 1.26], 4.0) == [0, 1, 2, 3, 0]
+    assert label_rows([0.0, 1.5, 3.0], 4.0) == [0, 0, 0]      # far apart: one row
+    assert label_rows([], 4.0) == []
+    assert label_rows([2.0, 0.0, 2.1], 4.0) == [0, 0, 1]      # order of the input does not matter

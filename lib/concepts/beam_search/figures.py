@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lib.concepts.beam_search.beam_search import FINISHED, KEPT, BeamRecord
-from lib.concepts.plot_marks import decade_axis
+from lib.concepts.plot_marks import LABEL_STEP_PX, decade_axis, label_rows
 
 COLORS = {KEPT: "#1f77b4", FINISHED: "#2ca02c", "cut": "#ff7f0e", "pruned": "#b0b0b0", "win": "#d62728"}
 
@@ -112,9 +112,12 @@ def score_vs_alpha_figure(alphas, lines: np.ndarray, names: list[str], winners: 
         if np.isfinite(wins).any():
             fig.add_scatter(x=alphas, y=wins, mode="lines", line=dict(color=color, width=6), opacity=0.5,
                             legendgroup=str(h), showlegend=False, hoverinfo="skip")
-    for f in flips:
-        fig.add_vline(x=f.alpha, line_dash="dot", line_color="black",
-                      annotation_text=labels["flip"].format(a=fmt(f.alpha, ".2f")), annotation_position="bottom right")
+    rows = label_rows([f.alpha for f in flips], float(alphas[-1] - alphas[0]))
+    for f, row in zip(flips, rows):          # flips close together: their labels stack, not overlap
+        fig.add_vline(x=f.alpha, line_dash="dot", line_color="black")
+        fig.add_annotation(x=f.alpha, xref="x", y=0, yref="paper", xanchor="left", yanchor="bottom",
+                           yshift=LABEL_STEP_PX * row, showarrow=False, font=dict(size=11),
+                           text=labels["flip"].format(a=fmt(f.alpha, ".2f")))
     fig.add_vline(x=alpha_now, line_color=COLORS["win"], line_width=2,
                   annotation_text=labels["now"].format(a=fmt(alpha_now, "g")), annotation_position="top left")
     fig.update_xaxes(title_text=labels["x"])
