@@ -192,3 +192,18 @@ def others_share_limit():
     from lib.concepts.chunked_prefill.checks import BUSY_OTHERS
 
     return 1.0 - BUSY_OTHERS                  # whatever else the machine runs, our own spin is not counted as theirs
+
+
+def test_the_fixed_cost_is_pinned_by_the_short_prefills_not_the_longest():
+    """Times of a busy machine whose 512-token prefill grew faster than linearly: an unweighted
+    line crosses zero below 30 tokens (the page once said "a fixed 0 ms"); the relative fit keeps
+    a fixed cost near the short prefills' and predicts every length within a factor of 2."""
+    import numpy as np
+
+    from lib.concepts.chunked_prefill.chunked_prefill import _line_fit
+
+    x, y = [16, 32, 64, 128, 256, 512], [0.05, 0.06, 0.09, 0.17, 0.40, 1.30]
+    assert np.polyfit(x, y, 1)[1] < 0                      # the unweighted intercept
+    a, b = _line_fit(x, y)
+    assert 0.01 < a < 0.05 and b > 0
+    assert all(0.5 < (a + b * n) / t < 2 for n, t in zip(x, y))

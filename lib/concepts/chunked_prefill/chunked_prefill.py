@@ -108,15 +108,20 @@ class StepCosts:
 
 
 def _line_fit(x, y) -> tuple[float, float]:
-    """Least-squares y = a + b x with a, b >= 0 (time never falls with more tokens)."""
+    """y = a + b x with a, b >= 0 (time never falls with more tokens), least squares on the
+    RELATIVE error (weights 1/y): each length counts the same, so the fixed cost a is pinned by
+    the short prefills it dominates. An unweighted fit is pulled by the longest prefill alone
+    (attention's cost grows faster than linearly there), and on a busy machine it put the fixed
+    cost below zero, which the page then showed as "a fixed 0 ms"."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if len(x) < 2:
         return float(y.mean()), 0.0
-    b, a = np.polyfit(x, y, 1)
+    w = 1.0 / np.maximum(y, 1e-9)
+    b, a = np.polyfit(x, y, 1, w=w)
     if b < 0:
-        return float(y.mean()), 0.0
+        return float(np.average(y, weights=w * w)), 0.0
     if a < 0:
-        return 0.0, float((x @ y) / (x @ x))
+        return 0.0, float((w * w * x) @ y / ((w * w * x) @ x))
     return float(a), float(b)
 
 
