@@ -2,7 +2,7 @@
 import streamlit as st
 
 from lib.ui import runtime
-from lib.concepts.catalog import CONCEPTS, GROUPS, PAGES_DIR
+from lib.concepts.catalog import CONCEPTS, HOME_COLUMNS, PAGES_DIR
 from lib.concepts.lessons.catalog import LESSONS
 from lib.ui.glossary import page_title
 from lib.model.facts import model_facts
@@ -35,8 +35,7 @@ st.markdown(t("howto"))
 
 # ---- every concept, full titles (three columns so no title is cut) -------------------------
 st.subheader(t("map_title"))
-COLUMNS = (("decoding", "speculative"), ("attention", "quantization"), ("serving",))
-for col, groups in zip(st.columns(len(COLUMNS)), COLUMNS):
+for col, groups in zip(st.columns(len(HOME_COLUMNS)), HOME_COLUMNS):
     for group in groups:
         col.markdown(f"**{c(f'group_{group}')}**")
         for x in CONCEPTS:

@@ -12,6 +12,11 @@ PAGES_DIR = Path(__file__).resolve().parents[2] / "pages"
 
 GROUPS = ("decoding", "speculative", "attention", "serving", "quantization")
 
+# The home page's map of concepts: three columns of groups, read column by column (and stacked
+# in this order on a phone). They keep GROUPS' order, so the concepts' numbers read 1..N down
+# the page, as in the sidebar (issue 33: quantization 17-19 used to sit between 11 and 12).
+HOME_COLUMNS = (("decoding",), ("speculative", "attention"), ("serving", "quantization"))
+
 
 @dataclass(frozen=True)
 class Concept:
@@ -57,3 +62,8 @@ CONCEPTS = (
 
 def by_slug(slug: str) -> Concept:
     return next(c for c in CONCEPTS if c.slug == slug)
+
+
+def home_order() -> list[Concept]:
+    """The concepts in the order the home page's map shows them (HOME_COLUMNS)."""
+    return [x for groups in HOME_COLUMNS for g in groups for x in CONCEPTS if x.group == g]

@@ -175,3 +175,13 @@ def test_every_concept_page_links_its_terms_to_the_glossary():
         line = glossary.page_terms_line(c.slug, lang="id")
         assert "(/glossary?lang=id#" in line, c.slug
         assert line.count("](") == len(glossary.terms_of(c.slug)) >= 1
+
+
+def test_home_map_numbers_concepts_in_reading_order():
+    """Issue 33: the home page's map read 1..11, 17, 18, 19, 12..16 (a column held quantization
+    under attention). Read column by column, the numbers count 1..N, every group once, in the
+    sidebar's group order."""
+    from lib.concepts.catalog import CONCEPTS, GROUPS, HOME_COLUMNS, home_order
+
+    assert [g for groups in HOME_COLUMNS for g in groups] == list(GROUPS)
+    assert [x.number for x in home_order()] == list(range(1, len(CONCEPTS) + 1))
