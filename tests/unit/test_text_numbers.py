@@ -67,3 +67,27 @@ def test_the_exemptions_are_still_needed():
     for (name, key), why in SAME_WORDS.items():
         texts = load_texts(name)
         assert numbers(texts["en"][key], "en") != numbers(texts["id"][key], "id"), (name, key, why)
+
+
+# A placeholder whose value is a name, not a number: "{d} {v:.2f}" reads "float16 11,09".
+NAME_PLACEHOLDERS = {("stable-softmax", "d"): "a float format's name (float16, bfloat16)"}
+RUN_TOGETHER = re.compile(r"\{(\w+)[^{}]*\} \{\w+:[^{}]*\}")
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_no_number_runs_into_a_formatted_number(name):
+    """Issue 33: "γ = {g} {s:.2f}×" showed "γ = 4 1,53×", two numbers read as one. A formatted
+    number never follows another placeholder after a bare space: a word or a colon separates them."""
+    bad = [(lang, key, m.group()) for lang, table in load_texts(name).items() for key, text in table.items()
+           for m in RUN_TOGETHER.finditer(text) if (name, m.group(1)) not in NAME_PLACEHOLDERS]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_prediction_explanations_do_not_start_with_a_name(name):
+    """A prediction's explanation follows "Right: yes, speculate." (common.predict_right): it
+    starts a sentence. Issue 33: "{d} at γ = …" began it with a draft's lowercase name
+    ("prompt lookup n≤3"). It may start with a number ("{n:,} of …"), never with a bare name."""
+    bad = [(lang, key) for lang, table in load_texts(name).items() for key, text in table.items()
+           if re.match(r"q_\w*why", key) and re.match(r"\{\w+\}", text)]
+    assert not bad, bad
