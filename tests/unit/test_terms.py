@@ -39,12 +39,16 @@ def test_the_rivals_catch_what_they_are_for():
               "garis hasil fitting", "token teratas ber-p = 0,5", "Mengkuantisasi cache",
               "baris ber-mask", "Padding yang di-mask", "tarikan ber-seed", "nilai di-clip",
               "seluruh awalannya", "keluaran atensi engine", "Pada heatmap", "Invarian allocator",
-              "alih-alih menggusur", "galat clipping", "token per pemanggilan target"]
+              "alih-alih menggusur", "galat clipping", "token per pemanggilan target",
+              "ambang underflow", "baris packed", "kode terpadatkan", "saat dekoding: bandwidth memori",
+              "Loss per token", "dibungkus ke ±π"]
     fine = ["4 permintaan sudah dalam fase decode", "Prefix caching menyimpan", "dekoding greedy",
             "prefiks bersama", "linimasa", "garis regresi", "Menguantisasi cache", "langkah decode",
             "baris dengan mask", "tarikan dengan seed tetap", "nilai dipotong", "posisi ke-k",
             "kanal-kanal", "masing-masing", "keluaran atensi mesin", "pemotongan (clipping)",
-            "peta panas", "alokator", "membuang entri"]
+            "peta panas", "alokator", "membuang entri", "ambang luapan bawah", "baris terkemas",
+            "kode terkemas", "cache padat", "lebar pita memori (bandwidth)", "NLL per token",
+            "dilipat ke rentang ±π"]
     every = [p for ps in RIVALS.values() for p in ps]
     for text in caught:
         assert any(p.search(text) for p in every), text
