@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import threading
 from typing import Callable, Sequence
 
@@ -34,6 +35,17 @@ def _ends_and_middle(values: Sequence[str]) -> list[str]:
     """First, middle and last of `values`, without repeats."""
     picked = [values[0], values[len(values) // 2], values[-1]] if values else []
     return list(dict.fromkeys(picked))
+
+
+def slider_digits(step, fmt=None) -> int:
+    """The decimals a float slider shows, the same in every language (issue 33: 1.00 in English
+    beside 1,0 in Indonesian): a printf `fmt`'s precision ("%.2f" -> 2), else the step's
+    (0.05 -> 2, 0.5 -> 1, 1.0 -> 0); Streamlit's default step 0.01 shows 2."""
+    if fmt and "." in fmt:
+        return int(re.match(r"\d+", fmt.split(".", 1)[1]).group())
+    if step is None:
+        return 2
+    return 0 if float(step).is_integer() else len(repr(float(step)).split(".")[1])
 
 
 class UrlState:
@@ -105,13 +117,25 @@ class UrlState:
         grid = step or (1 if is_int else 0.01)
         middle = cast(round(lo + round((hi - lo) / 2 / grid) * grid, 10))     # on the slider's grid
         self._record(name, "number", url(default), [url(lo), url(middle), url(hi)])
-        comma = not is_int and getattr(self.t, "lang", "en") != "en"
-        self._keep_value_across_widget_kinds(key, "comma" if comma else "plain")
-        if comma:
-            value = self._decimal_comma_slider(key, label, lo, hi, step, fmt, help, container)
+        lang = getattr(self.t, "lang", "en")
+        # Streamlit's slider prints with a printf format: no thousands separator, a decimal point
+        # in every language. A whole number of 4+ digits (4,096 / 4.096) or a decimal under a
+        # decimal-comma language is a select_slider over the same grid, written by `t.num`.
+        grouped = is_int and max(abs(lo), abs(hi)) >= 1000
+        comma = not is_int and lang != "en"
+        kind = "grouped" if grouped else "comma" if comma else "plain"
+        self._keep_value_across_widget_kinds(key, kind)
+        digits = None if is_int else slider_digits(step, fmt)
+        if grouped:
+            value = self._select_number_slider(key, label, list(range(lo, hi + 1, step or 1)), ",", help, container)
+        elif comma:
+            step = step or 0.01                                    # Streamlit's float default
+            grid = [round(lo + i * step, 10) for i in range(round((hi - lo) / step) + 1)]
+            value = self._select_number_slider(key, label, grid, f".{digits}f", help, container)
         else:
-            value = container.slider(label, lo, hi, key=key, step=step, format=fmt, help=help)
-        st.session_state[f"{key}.shown"] = ("comma" if comma else "plain", value)
+            value = container.slider(label, lo, hi, key=key, step=step, help=help,
+                                     format=fmt or (None if is_int else f"%.{digits}f"))
+        st.session_state[f"{key}.shown"] = (kind, value)
         self._publish(name, value, default, fmt=lambda v: f"{v:g}" if not is_int else str(v))
         return value
 
@@ -123,19 +147,14 @@ class UrlState:
         if shown is not None and shown[0] != kind:
             st.session_state[key] = shown[1]
 
-    def _decimal_comma_slider(self, key: str, label: str, lo: float, hi: float, step, fmt, help, container):
-        """Streamlit's slider prints its value with a decimal point in every language (printf
-        formats). Where the language writes a decimal comma (Indonesian 0,80), the same slider
-        is a select_slider over the same grid, each value written by `t.num`."""
-        step = step or 0.01                                        # Streamlit's float default
-        grid = [round(lo + i * step, 10) for i in range(round((hi - lo) / step) + 1)]
+    def _select_number_slider(self, key: str, label: str, grid: list, spec: str, help, container):
+        """The slider as a select_slider over `grid`, each value written by `t.num(v, spec)`
+        (Indonesian 0,80; 4.096). A URL value between steps snaps to the nearest one."""
         current = st.session_state[key]
-        if current not in grid:                                    # a URL value between steps
+        if current not in grid:
             st.session_state[key] = min(grid, key=lambda g: abs(g - current))
-        digits = int(fmt.split(".")[1][0]) if fmt and "." in fmt else \
-            (0 if float(step).is_integer() else len(repr(float(step)).split(".")[1]))
         return container.select_slider(label, grid, key=key, help=help,
-                                       format_func=lambda v: self.t.num(v, f".{digits}f"))
+                                       format_func=lambda v: self.t.num(v, spec))
 
     def select(self, name: str, label: str, options: Sequence, default, format_func=str,
                help: str | None = None, horizontal: bool = False, radio: bool = False, container=st):

@@ -1,7 +1,7 @@
 """Numbers written for the page's language, checked on what a page actually rendered (issue 33).
 
 `rendered_texts(at)` collects the visible text of an AppTest run: markdown, titles, subheaders,
-captions, alerts, widget labels and options, table cells and every text of a Plotly figure (title, axis titles, tick texts,
+captions, alerts, widget labels and options, the ends and values sliders print, table cells and every text of a Plotly figure (title, axis titles, tick texts,
 trace names, texts, hover texts and templates, annotations) and the hover texts of st.html
 bodies (the token chips' `title` attributes). `bad_numbers(text, lang)` returns
 every number written the wrong way for `lang`:
@@ -138,6 +138,7 @@ def rendered_texts(at) -> list[str]:
         for w in getattr(at, kind, []):
             parts.append(str(getattr(w, "label", "") or ""))
             parts += [str(o) for o in (getattr(w, "options", None) or [])]
+    parts += [text for w in getattr(at, "slider", []) for text in slider_texts(w)]
     for df in list(at.dataframe) + list(at.table):
         value = df.value
         parts += [str(c) for c in value.columns]
@@ -149,6 +150,15 @@ def rendered_texts(at) -> list[str]:
     for e in at.get("html"):                                    # st.html: token chips' hover texts
         parts += html_titles(e.proto.body)
     return [str(p) for p in parts if p]
+
+
+def slider_texts(w) -> list[str]:
+    """What an st.slider prints: its ends and value(s), each through its printf format (the
+    browser's sprintf; Python's % reads "%d" and "%0.2f" alike). Streamlit writes no
+    thousands separator and a decimal point in every language (issue 33: "4096")."""
+    fmt = w.proto.format or ("%d" if all(float(v).is_integer() for v in (w.min, w.max)) else "%0.2f")
+    values = w.value if isinstance(w.value, (list, tuple)) else [w.value]
+    return [fmt % v for v in (w.min, w.max, *values)]
 
 
 TITLE = re.compile(r'\btitle="([^"]*)"')

@@ -100,3 +100,22 @@ def test_indonesian_float_sliders_write_decimal_commas_on_the_same_grid():
     en = open_page("temperature", {"T": "0.85"})
     assert not en.exception
     assert en.slider(key="temperature.T").value == 0.85
+
+
+@pytest.mark.parametrize("slug", ["beam-search", "logit-bias", "stable-softmax"])
+def test_float_sliders_show_the_same_decimals_in_both_languages(slug):
+    """Issue 33: beam-search's temperature read 1.00 in English and 1,0 in Indonesian (logit
+    bias -3.00 / -3,0, the softmax shift 0.00 / 0). A float slider's ends and value read the
+    same in both languages but for the decimal separator."""
+    en, id_ = open_page(slug), open_page(slug, {"lang": "id"})
+    assert not en.exception and not id_.exception
+    swap = str.maketrans({".": ",", ",": "."})
+    by_key = {w.key: w for w in id_.select_slider}
+    floats = [w for w in en.slider if not w.proto.format.endswith("d")]
+    assert floats
+    for w in floats:
+        shown = [(w.proto.format % v).translate(swap) for v in (w.min, w.max, w.value)]
+        options = by_key[w.key].options
+        assert (shown[0], shown[1]) == (options[0], options[-1]), (w.key, shown, options[:2])
+        assert shown[2] in options, (w.key, shown[2])
+
