@@ -5,6 +5,7 @@ import pytest
 
 from lib.concepts.check_result import ICONS
 from lib.ui.i18n import load_texts
+from tests.app.number_format import bad_numbers, rendered_texts
 from tests.app.open_page import all_text, open_page
 
 pytestmark = pytest.mark.real_model   # ~20 s: 18 transformers layers on the prompt + 2 on 600 tokens
@@ -22,3 +23,6 @@ def test_model_check_page_all_green_in_indonesian():
     assert common["reference_missing"] not in text
     assert mc["ref_layer"] in text and mc["ref_gguf"] in text
     assert common["model_check_link"] not in text            # the page does not link itself
+    # Numbers written for the language (issue 33: "262144" for the vocabulary, "600 token").
+    bad = [b for part in rendered_texts(at) for b in bad_numbers(part, "id")]
+    assert not bad, "\n".join(bad)
