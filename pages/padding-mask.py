@@ -6,6 +6,7 @@ from lib.concepts.padding_mask import padding
 from lib.concepts.padding_mask import checks
 from lib.concepts.padding_mask import figures as plots
 from lib.model.tokens import EmptyPrompt, encode_prompt, token_text
+from lib.ui.i18n import significant_spec
 from lib.ui.page import ConceptPage
 
 DEFAULT_PROMPTS = ("The capital of France is\n"
@@ -80,12 +81,12 @@ if page.predict("side", t("predict_side_q"), ("left", "right", "both", "none"), 
     rows = {t("col_setup"): [], t("col_hidden"): [], t("col_logit"): [], t("col_top1"): []}
     for v in cmp.variants:
         rows[t("col_setup")].append(t(f"mode_{v.mode}", side=t(f"side_{v.side}")))
-        rows[t("col_hidden")].append(t.num(v.max_hidden_diff, ".2g"))
-        rows[t("col_logit")].append(t.num(v.max_logit_diff, ".2g"))
+        rows[t("col_hidden")].append(t.num(v.max_hidden_diff, significant_spec(v.max_hidden_diff)))
+        rows[t("col_logit")].append(t.num(v.max_logit_diff, significant_spec(v.max_logit_diff)))
         rows[t("col_top1")].append(f"{v.top1_changed} / {B}")
     rows[t("col_setup")].append(t("mode_packed"))
-    rows[t("col_hidden")].append(t.num(cmp.packed_hidden_diff, ".2g"))
-    rows[t("col_logit")].append(t.num(cmp.packed_logit_diff, ".2g"))
+    rows[t("col_hidden")].append(t.num(cmp.packed_hidden_diff, significant_spec(cmp.packed_hidden_diff)))
+    rows[t("col_logit")].append(t.num(cmp.packed_logit_diff, significant_spec(cmp.packed_logit_diff)))
     rows[t("col_top1")].append("–")
     st.dataframe(rows, hide_index=True, width="stretch")
     st.caption(t("out_caption"))

@@ -119,3 +119,20 @@ def test_float_sliders_show_the_same_decimals_in_both_languages(slug):
         assert (shown[0], shown[1]) == (options[0], options[-1]), (w.key, shown, options[:2])
         assert shown[2] in options, (w.key, shown[2])
 
+
+@pytest.mark.parametrize("slug", ["padding-mask", "speculative-speed"])
+def test_revealed_answers_write_numbers_for_the_language(slug):
+    """What a prediction reveals (its explanation, the table it unlocks) is written for the
+    language too. Issue 33: speculative-speed's "γ = 4 1,53×"; padding-mask's table wrote
+    0,0001 beside 0,00014 (one significant digit beside two)."""
+    at = open_page(slug, {"lang": "id", "reveal": "1"})
+    assert not at.exception, [e.value for e in at.exception]
+    bad = [b for text in rendered_texts(at) for b in bad_numbers(text, "id")]
+    assert not bad, "\n".join(bad)
+    if slug == "padding-mask":
+        texts = load_texts(slug)["id"]
+        df = at.dataframe[0].value
+        for col in (texts["col_hidden"], texts["col_logit"]):
+            for cell in df[col]:
+                digits = cell.replace(",", "").replace(".", "").split("e")[0].lstrip("0−-")
+                assert cell == "0" or len(digits) == 2, (col, list(df[col]))

@@ -37,3 +37,17 @@ def test_token_chip_hover_texts_are_scanned():
     titles = html_titles(body)
     assert titles[0].startswith("␣Paris: akhir 0.943") and "\n" in titles[0] and titles[1] == "#3"
     assert [b for t in titles for b in bad_numbers(t, "id")] == ["“␣Paris: akhir 0.943, model 0,901, peringkat ” (0.943)"]
+
+
+def test_a_column_of_small_values_keeps_the_same_significant_digits():
+    """Issue 33: padding-mask's table wrote 0.0001 beside 0,00014 (".2g" drops trailing zeros).
+    `significant_spec` keeps two significant digits, written in the language's separators."""
+    from lib.ui.i18n import format_number, significant_spec
+
+    def shown(v, lang="id"):
+        return format_number(v, significant_spec(v), lang)
+
+    assert [shown(v) for v in (0.0001, 0.00014, 0.0012, 3.5, 35.2, 0.0)] == \
+        ["0,00010", "0,00014", "0,0012", "3,5", "35", "0"]
+    assert shown(0.0001, "en") == "0.00010" and shown(2.5e-6, "en") == "2.5e-06"
+    assert not [b for v in (0.0001, 0.00014, 12.25, 1234.5) for b in bad_numbers(shown(v), "id")]
