@@ -42,13 +42,13 @@ def model_facts(m, t, name: str | None = None) -> dict[str, str]:
     thetas = sorted(set(s.rope_thetas))
     return {
         "fact_name": name or m.name,
-        "fact_layers": str(s.n_layers),
-        "fact_hidden": str(s.hidden),
-        "fact_mlp": f"{s.intermediate} ({s.activation})",
+        "fact_layers": t.num(s.n_layers, ","),
+        "fact_hidden": t.num(s.hidden, ","),
+        "fact_mlp": f"{t.num(s.intermediate, ',')} ({s.activation})",
         "fact_heads": f"{s.n_heads} / {s.n_kv_heads}",
-        "fact_head_dim": str(s.head_dim),
+        "fact_head_dim": t.num(s.head_dim, ","),
         "fact_vocab": t.num(s.vocab, ","),
-        "fact_window": str(next((w for w in s.windows if w), "—")),
+        "fact_window": next((t.num(w, ",") for w in s.windows if w), "—"),
         "fact_layout": t("layout_value", local=s.n_layers - len(glob), glob=len(glob),
                          which=", ".join(map(str, glob))),
         "fact_rope": " / ".join(t.num(x, ",.0f") for x in thetas),

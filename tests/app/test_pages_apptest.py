@@ -21,6 +21,22 @@ def test_home_page_lists_every_concept():
     assert "Gemma" in body or "LLM" in body
 
 
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_home_page_writes_numbers_for_the_language(lang):
+    """The model's facts table too (issue 33: "Ukuran MLP 2048" beside "Kosakata 262.144")."""
+    at = open_page(None, {"lang": lang})
+    assert not at.exception
+    bad = [b for text in rendered_texts(at) for b in bad_numbers(text, lang)]
+    assert not bad, "\n".join(bad)
+    # The scan takes "2048 (gelu_tanh)" for a token id and its text: read the table's values.
+    import re
+
+    cells = [row.split("|")[2] for m in at.markdown for row in str(m.value).splitlines()
+             if row.startswith("| ") and row.count("|") == 3]
+    assert len(cells) >= 10, cells
+    assert not [c for c in cells if re.search(r"(?<![\d.,])\d{4,}(?![\d.,])", c)], cells
+
+
 @pytest.mark.parametrize("concept", PAGES, ids=[c.slug for c in PAGES])
 @pytest.mark.parametrize("lang", ["en", "id"])
 def test_page_runs_in_both_languages(concept, lang):
