@@ -20,6 +20,7 @@ one another.
 from __future__ import annotations
 
 import html
+import math
 import re
 import textwrap
 
@@ -164,6 +165,70 @@ def _legend_rows(fig: go.Figure) -> int:
     return sum(1 for tr in fig.data if tr.showlegend is not False and tr.name)
 
 
+TICK_CHAR_PX, TICK_LINE_PX = 6.5, 16     # a 12 px tick label's character width and its line height, px
+PHONE_PLOT_PX = 300                      # a phone's plot width (390 px less the page's and the axes' margins)
+MIN_TICK_GAP_PX = 24                     # labels closer than this are turned 90° by Plotly, not 30°
+
+
+def _tick_labels(fig: go.Figure, ax) -> list[str]:
+    """The tick labels an x axis will show: its ticktext, else the category names of the traces
+    drawn on it (bars and lines over tokens or hypotheses), else none (a numeric axis: Plotly
+    picks few short labels)."""
+    if ax.ticktext:
+        return [str(t) for t in ax.ticktext]
+    ref = "x" + ax.plotly_name[5:]
+    names = []
+    for tr in fig.data:
+        if (getattr(tr, "xaxis", None) or "x") != ref or getattr(tr, "x", None) is None or tr.type == "heatmap":
+            continue
+        if getattr(tr, "orientation", None) == "h":
+            continue
+        xs = [x for x in tr.x if isinstance(x, str)]
+        names += [x for x in xs if x not in names]
+    return names
+
+
+def x_axis_px(fig: go.Figure, plot_px: float = PHONE_PLOT_PX, char_px: float = TICK_CHAR_PX,
+              line_px: int = LINE_PX) -> float:
+    """Pixels under the plot that the lowest x axis takes: its tick labels (turned as Plotly
+    turns them when they do not fit side by side in `plot_px` times the axis's share: 30° while
+    each label has MIN_TICK_GAP_PX, else 90°) and its title's lines below them."""
+    need = 0.0
+    for ax in _axes(fig, "x"):
+        if ax.showticklabels is False or ax.side == "top":
+            continue
+        d = ax.domain or (0, 1)
+        labels = [re.sub(r"<[^>]+>", "", t) for t in _tick_labels(fig, ax)]
+        room = plot_px * (d[1] - d[0]) / max(len(labels), 1)
+        longest = max((len(t) for t in labels), default=0) * char_px * (ax.tickfont.size or 12) / 12
+        angle = ax.tickangle if isinstance(ax.tickangle, (int, float)) else (
+            0 if longest <= room * 0.95 else 30 if room >= MIN_TICK_GAP_PX else 90)
+        rad = math.radians(abs(angle))
+        ticks = max(TICK_LINE_PX, longest * math.sin(rad) + TICK_LINE_PX * math.cos(rad)) + 6
+        title = ax.title.text
+        lines = (title.count("<br>") + 1) if title else 0
+        need = max(need, ticks + lines * (line_px + 2) + (6 if lines else 0))
+    return need
+
+
+def legend_clear_of_axis(fig: go.Figure, plot_px: float = PHONE_PLOT_PX, char_px: float = TICK_CHAR_PX,
+                         line_px: int = LINE_PX, row_px: int = LEGEND_ROW_PX) -> None:
+    """Move a legend below the plot (horizontal, y < 0 in paper units, anchored at its top) down
+    so that its top lies under the x axis's tick labels, rotated or not, and the axis title
+    (`x_axis_px`): its y is a fraction of the plot's height, which the tick labels and the
+    legend themselves take from the figure (automargin), so a fixed y such as -0.25 lands on
+    long category names Plotly turned 90° on a phone."""
+    leg = fig.layout.legend
+    if leg.orientation != "h" or leg.y is None or leg.y >= 0 or (leg.yref or "paper") != "paper" \
+            or (leg.yanchor or "top") != "top" or fig.layout.showlegend is False:
+        return
+    gap = x_axis_px(fig, plot_px, char_px, line_px) + 10
+    rows = max(_legend_rows(fig), 1)
+    plot_h = ((fig.layout.height or 450) - (fig.layout.margin.t or 0) - (fig.layout.margin.b or 0)
+              - gap - row_px * rows)
+    leg.y = min(leg.y, -gap / max(plot_h, 80))
+
+
 def _top_room(fig: go.Figure) -> int:
     """Pixels the top margin needs without a title: 12, or 34 (plus stacked labels' shifts)
     when something sits above the plot area (subplot titles, line labels, a legend on top)."""
@@ -176,6 +241,7 @@ def _top_room(fig: go.Figure) -> int:
 PRESENT_FONT, PRESENT_SCALE = 20, 1.3        # projector: base font (px) and the factor for sized text
 PRESENT_TICK = 17                            # a tick label's size there unless the figure sized it
 PRESENT_HEIGHT = (440, 640)                  # a chart's height on a 1280x720 projector, px
+PRESENT_PLOT_PX = 1000                       # a projector's plot width, px
 PRESENT_CHARS = 100                          # a title's characters across a projector's chart at 20 px
 AXIS_GROWTH = 1.4                            # the room under the plot (ticks, axis title) grows as the fonts
 LEGEND_GAP_PX = 120                          # ... up to this many px between the plot and a legend below
@@ -245,4 +311,7 @@ def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = 
     shown.update_yaxes(automargin=True)
     if present:
         _present(shown)
+        legend_clear_of_axis(shown, PRESENT_PLOT_PX, TICK_CHAR_PX, PRESENT_FONT + 6, PRESENT_FONT + 8)
+    else:
+        legend_clear_of_axis(shown, PHONE_PLOT_PX * WIDE_PX // 390 if wide else PHONE_PLOT_PX)
     return shown, (title_html(text) if text else None)

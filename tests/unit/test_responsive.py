@@ -112,3 +112,24 @@ def test_a_legend_below_moves_down_when_the_x_axis_title_takes_two_lines():
     assert "<br>" in shown.layout.xaxis.title.text and shown.layout.legend.y < -0.22
     short, _ = responsive.shown_figure(_fig(legend=dict(orientation="h", y=-0.22, yanchor="top"), xaxis_title="rank"))
     assert short.layout.legend.y == -0.22
+
+
+def test_a_legend_below_clears_category_names_plotly_turns_on_a_phone():
+    """beam-search's probability chart: long hypotheses on the x axis are turned (30°, 90°) on
+    a phone; the legend Plotly would put at y = -0.25 (of the plot's height) lands on them."""
+    from lib.concepts.beam_search.figures import probability_figure
+
+    names = [f"#{i}: ␣Paris, the capital of France, is" for i in range(4)]
+    fig = probability_figure(names, [1e-3, 1e-4, 1e-5, 1e-6], [1e-2, 1e-3, 1e-4, 1e-5],
+                             {"p": "e^S", "q": "e^score", "y": "probability", "title": "t"})
+    shown, _ = responsive.shown_figure(fig)
+    leg, m = shown.layout.legend, shown.layout.margin
+    rows = responsive._legend_rows(shown)
+    below = responsive.x_axis_px(shown)                  # px the axis takes under the plot (automargin)
+    plot_h = shown.layout.height - m.t - (m.b or 0) - below - responsive.LEGEND_ROW_PX * rows
+    turned = len(names[0]) * responsive.TICK_CHAR_PX * 0.5             # the names, turned 30° at least
+    gap = -leg.y * plot_h                                              # px from the plot to the legend's top
+    assert gap >= turned, (leg.y, gap, turned)
+    assert responsive.x_axis_px(shown) >= turned
+    few = responsive.shown_figure(_fig(xaxis_title="rank", legend=dict(orientation="h", y=-0.22, yanchor="top")))[0]
+    assert few.layout.legend.y == -0.22                                 # short numeric ticks: as the figure put it
