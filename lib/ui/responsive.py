@@ -229,10 +229,19 @@ def legend_clear_of_axis(fig: go.Figure, plot_px: float = PHONE_PLOT_PX, char_px
     leg.y = min(leg.y, -gap / max(plot_h, 80))
 
 
+def _above_plot(a) -> bool:
+    """An annotation at the plot's top edge or above it: in paper units, or in an axis's domain
+    units (add_vline / add_vrect(annotation_position="top ...") label there), at y >= 0.98
+    (Plotly does not widen the margin for an annotation: without room it is cut off)."""
+    if a.yref in (None, "paper"):
+        return (a.y or 0) >= 0.98
+    return (a.yref or "").endswith(" domain") and (a.y or 0) >= 0.98 and a.yanchor != "top"
+
+
 def _top_room(fig: go.Figure) -> int:
     """Pixels the top margin needs without a title: 12, or 34 (plus stacked labels' shifts)
     when something sits above the plot area (subplot titles, line labels, a legend on top)."""
-    above = [a for a in fig.layout.annotations if a.yref in (None, "paper") and (a.y or 0) >= 0.98]
+    above = [a for a in fig.layout.annotations if _above_plot(a)]
     if not above and not (fig.layout.legend.y is not None and fig.layout.legend.y > 1):
         return 12
     return 34 + max((a.yshift or 0 for a in above), default=0)

@@ -133,3 +133,17 @@ def test_a_legend_below_clears_category_names_plotly_turns_on_a_phone():
     assert responsive.x_axis_px(shown) >= turned
     few = responsive.shown_figure(_fig(xaxis_title="rank", legend=dict(orientation="h", y=-0.22, yanchor="top")))[0]
     assert few.layout.legend.y == -0.22                                 # short numeric ticks: as the figure put it
+
+
+def test_a_line_label_above_the_plot_gets_a_top_margin_instead_of_being_cut():
+    """sliding-window's fact chart: add_vline(annotation_position="top") writes "W = 64" above
+    the plot in the y axis's domain units; with the title moved out, a 12 px margin cut it."""
+    from lib.concepts.sliding_window.figures import fact_figure
+
+    fig = fact_figure([20, 32, 56, 72, 128, 192], {"dense": [0.5] * 6}, 1e-7, {"W = 64": 64},
+                      {"title": "t", "x": "d", "y": "p", "control": "no fact"})
+    shown, _ = responsive.shown_figure(fig)
+    assert shown.layout.margin.t >= 30
+    inside = _fig()
+    inside.add_vline(x=1, annotation_text="inside", annotation_position="top left")    # y = 1, anchored at its top
+    assert responsive.shown_figure(inside)[0].layout.margin.t == 12
