@@ -84,6 +84,7 @@ def legend_below(fig: go.Figure) -> None:
 
 PHONE_CHARS = 40        # characters of an axis or panel title (16 px) that fit across a phone's ~330 px plot
 WIDE_PANELS = 3         # panels side by side from which a figure keeps WIDE_PX on a phone
+PANEL_FILL = 0.8        # of a panel's share of `chars`: the y axes' labels and margins take the rest of the width
 CHAR_PX, LINE_PX = 7, 16           # an axis title's character width and a wrapped line's height, px
 X_AXIS_PX = 60                     # an x axis's tick labels and title under the plot, px
 LEGEND_ROW_PX, LEGEND_ROWS = 19, 4  # a legend row below the plot; rows the figure's height already holds
@@ -148,7 +149,7 @@ def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
         if a.xref not in (None, "paper") or a.yref not in (None, "paper") or a.x is None or a.showarrow:
             continue
         share = min((d[1] - d[0] for d in panels if d[0] - 0.01 <= a.x <= d[1] + 0.01), default=1)
-        text = _wrap(a.text, int(chars * share))
+        text = _wrap(a.text, int(chars * share * (PANEL_FILL if len(panels) > 1 else 1)))
         if text != a.text:
             if (a.y or 0) >= 0.98:
                 gained = max(gained, text.count("<br>"))
