@@ -32,3 +32,39 @@ def test_gqa_panel_titles_fit_their_panels_and_tick_labels_stay_off_the_maps():
             assert widest <= step - 8, (a.text, widest, step)
         shown_ticks = [shown.layout[f"yaxis{i}"].showticklabels for i in ("", 2, 3, 4)]
         assert shown_ticks == [None, False, False, False]                   # only the first map's left
+
+
+LABEL_CHAR_PX, PHONE_PLOT_PX = 6.2, 300        # an 11 px label's character; a phone's plot width
+
+
+def _extent_px(a, lo, hi, plot_px=PHONE_PLOT_PX):
+    """(left, right) pixels of annotation `a` at x in data units of an axis over lo..hi."""
+    x = (a.x - lo) / (hi - lo) * plot_px
+    w = len(a.text) * LABEL_CHAR_PX
+    return {"left": (x, x + w), "right": (x - w, x), "center": (x - w / 2, x + w / 2)}[a.xanchor or "center"]
+
+
+def _rows_apart_or_side_by_side(labels, lo, hi):
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            if (a.y, a.yshift or 0) != (b.y, b.yshift or 0):
+                continue                                  # on different rows
+            (a0, a1), (b0, b1) = _extent_px(a, lo, hi), _extent_px(b, lo, hi)
+            assert a1 <= b0 or b1 <= a0, (a.text, b.text)
+
+
+def test_stable_softmax_threshold_labels_stack_instead_of_printing_into_one_another():
+    from lib.concepts.stable_softmax.figures import histogram_figure
+
+    edges = np.linspace(-22, 19, 42)
+    L = {"count": "tokens", "tokens": "tokens", "max": "max z", "x": "z", "y": "n", "title": "t",
+         "overflow": "exp(z) = inf di atas 11.09", "underflow": "exp(z) = 0 di bawah -17.33"}
+    fig = histogram_figure(edges, np.arange(41) + 1, 11.09, -17.33, 19.09, L)
+    labels = [a for a in fig.layout.annotations if a.text != ""]
+    assert len(labels) == 3
+    _rows_apart_or_side_by_side(labels, -22, 19)
+    for a in labels:                                     # inside the chart's width
+        left, right = _extent_px(a, -22, 19)
+        assert left >= -5 and right <= PHONE_PLOT_PX + 5, (a.text, left, right)
+    shown, _ = responsive.shown_figure(fig)
+    assert shown.layout.margin.t >= 34 + 13               # room for both rows above the plot
