@@ -55,11 +55,17 @@ def label_rows(xs, span: float, min_gap: float = 0.3) -> list[int]:
     return rows
 
 
-def log_y_hline(fig: go.Figure, y: float, text: str, **line) -> None:
-    """A horizontal line at y on a log y axis, labelled above its right end."""
+LABEL_BG = "rgba(255,255,255,0.85)"      # behind a line's label: a curve crossing it passes under the text
+
+
+def log_y_hline(fig: go.Figure, y: float, text: str, at: str = "right", **line) -> None:
+    """A horizontal line at y on a log y axis, labelled above its right end (`at="left"`: its
+    left end, where the figure's curves are known to stay away from it), on a white box so
+    that a curve crossing the label passes under it instead of striking it through."""
     fig.add_hline(y=y, **line)
-    fig.add_annotation(y=math.log10(y), yref="y", x=1, xref="paper", text=text, showarrow=False,
-                       xanchor="right", yanchor="bottom", font=dict(size=11, color=line.get("line_color", "grey")))
+    fig.add_annotation(y=math.log10(y), yref="y", x=1 if at == "right" else 0, xref="paper", text=text,
+                       showarrow=False, xanchor=at, yanchor="bottom", bgcolor=LABEL_BG, borderpad=1,
+                       font=dict(size=11, color=line.get("line_color", "grey")))
 
 
 # ---- log axes a projector can read -----------------------------------------------------------------

@@ -68,3 +68,29 @@ def test_stable_softmax_threshold_labels_stack_instead_of_printing_into_one_anot
         assert left >= -5 and right <= PHONE_PLOT_PX + 5, (a.text, left, right)
     shown, _ = responsive.shown_figure(fig)
     assert shown.layout.margin.t >= 34 + 13               # room for both rows above the plot
+
+
+def test_rope_context_label_sits_where_no_wavelength_line_reaches_it():
+    from lib.concepts.rope_shift.figures import spectrum_figure
+
+    pairs = np.arange(128)
+    wl = np.array([2 * np.pi * base ** (2 * pairs / 256) for base in (10_000, 1_000_000)])
+    fig = spectrum_figure(wl, ["θ = 10,000", "θ = 1,000,000"], 32_768,
+                          {"hover": "", "context": "konteks 32.768", "y": "y", "x": "x", "title": "t"})
+    (label,) = [a for a in fig.layout.annotations if a.text]
+    assert label.x == 0 and label.xanchor == "left" and label.bgcolor
+    span = len(label.text) * LABEL_CHAR_PX / PHONE_PLOT_PX * len(pairs)      # the pairs under the label
+    for tr in fig.data:
+        ys = np.asarray(tr.y)[np.asarray(tr.x) <= span]
+        assert ys.max() < 32_768 / 3, tr.name        # far below the line (and the label above it)
+
+
+def test_attention_scaling_uniform_label_is_on_a_box_the_curves_pass_under():
+    from lib.concepts.attention_scaling.figures import sweep_figure
+
+    scales = np.geomspace(0.01, 10, 12)
+    fig = sweep_figure(scales, np.linspace(4, 0.1, 12), np.linspace(0.05, 1, 12), 4.09, 0.0625, 1.0,
+                       {"entropy": "H", "max": "max", "uniform": "uniform rows", "model": "m", "chosen": "c",
+                        "x": "x", "title": "t"})
+    (label,) = [a for a in fig.layout.annotations if a.text == "uniform rows"]
+    assert label.bgcolor and "0,0,0,0" not in label.bgcolor.replace(" ", "")
