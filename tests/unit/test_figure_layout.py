@@ -94,3 +94,19 @@ def test_attention_scaling_uniform_label_is_on_a_box_the_curves_pass_under():
                         "x": "x", "title": "t"})
     (label,) = [a for a in fig.layout.annotations if a.text == "uniform rows"]
     assert label.bgcolor and "0,0,0,0" not in label.bgcolor.replace(" ", "")
+
+
+def test_beam_tree_labels_have_a_halo_the_winner_path_passes_under():
+    from lib.concepts.beam_search.beam_search import FINISHED, KEPT, PRUNED, BeamRecord, Candidate, Hypothesis
+    from lib.concepts.beam_search.figures import tree_figure
+
+    rec = BeamRecord((2,), 2, 2, (1,), True)
+    rec.candidates = [Candidate(0, 0, -1, 5, -0.1, -0.1, False, KEPT), Candidate(0, 1, -1, 6, -0.5, -0.5, False, KEPT),
+                      Candidate(1, 0, 0, 1, -0.2, -0.3, True, FINISHED), Candidate(1, 1, 1, 7, -0.9, -1.4, False, PRUNED)]
+    rec.hypotheses = [Hypothesis((5, 1), -0.3, 1, 2, False)]
+    rec.n_steps = 2
+    labels = {"winner": "winner", "hover": "{tok}", "hover_score": "{score}", "prompt": "prompt", "x": "x",
+              "y": "y", "title": "t", "after_stop": "after", **{f"fate_{k}": k for k in (KEPT, FINISHED, "cut", "pruned")}}
+    fig = tree_figure(rec, ["a", "b", "<eos>", "c"], {2: -0.3}, 0, 1, labels)
+    texts = [tr for tr in fig.data if tr.text is not None and tr.name in (KEPT, FINISHED)]
+    assert texts and all(tr.textfont.shadow == "auto" for tr in texts)
