@@ -110,3 +110,25 @@ def test_beam_tree_labels_have_a_halo_the_winner_path_passes_under():
     fig = tree_figure(rec, ["a", "b", "<eos>", "c"], {2: -0.3}, 0, 1, labels)
     texts = [tr for tr in fig.data if tr.text is not None and tr.name in (KEPT, FINISHED)]
     assert texts and all(tr.textfont.shadow == "auto" for tr in texts)
+
+
+def test_prefix_caching_block_labels_fit_their_blocks_and_the_timing_bars_keep_the_width():
+    from types import SimpleNamespace
+
+    from lib.concepts.prefix_caching import figures as pc
+
+    n = 8
+    rows = [SimpleNamespace(index=i, hit=i < 3, hash_new="" if i == n - 1 else "a1b2c3d4") for i in range(n)]
+    labels = {"hit": "cocok", "miss": "meleset", "partial": "sebagian", "new": "B (baru)",
+              "cached": "A (di cache)", "x": "blok logis", "title": "t"}
+    fig = pc.hash_chain(["f0e1d2c3"] * n, rows, labels)
+    block_px = 0.8 * pc.CHAIN_PX / (n + 0.1)
+    for a in fig.layout.annotations:
+        if a.text:
+            widest = max(len(line) for line in a.text.split("<br>")) * a.font.size * pc.BLOCK_CHAR
+            assert widest <= block_px, (a.text, a.font.size, widest, block_px)
+    names = ["prefill penuh B (48 token)", "dengan pemakaian ulang: hanya 16 token dihitung"]
+    fig = pc.timing_figure(names, [0.8, 0.3], {"title": "t", "x": "detik"})
+    assert fig.layout.yaxis.showticklabels is False               # no name at the left squeezing the bars
+    assert [a.text.replace("<br>", " ") for a in fig.layout.annotations] == names    # each above its bar
+    assert fig.layout.height >= 260
