@@ -168,6 +168,7 @@ def _legend_rows(fig: go.Figure) -> int:
 
 TICK_CHAR_PX, TICK_LINE_PX = 6.5, 16     # a 12 px tick label's character width and its line height, px
 PHONE_PLOT_PX = 300                      # a phone's plot width (390 px less the page's and the axes' margins)
+MIN_PLOT_SHARE = 0.5                     # of a figure's height its plot keeps beside the axis and legend below
 MIN_TICK_GAP_PX = 24                     # labels closer than this are turned 90° by Plotly, not 30°
 
 
@@ -213,21 +214,24 @@ def x_axis_px(fig: go.Figure, plot_px: float = PHONE_PLOT_PX, char_px: float = T
 
 
 def legend_clear_of_axis(fig: go.Figure, plot_px: float = PHONE_PLOT_PX, char_px: float = TICK_CHAR_PX,
-                         line_px: int = LINE_PX, row_px: int = LEGEND_ROW_PX) -> None:
+                         line_px: int = LINE_PX, row_px: int = LEGEND_ROW_PX, max_height: int = 700) -> None:
     """Move a legend below the plot (horizontal, y < 0 in paper units, anchored at its top) down
     so that its top lies under the x axis's tick labels, rotated or not, and the axis title
     (`x_axis_px`): its y is a fraction of the plot's height, which the tick labels and the
     legend themselves take from the figure (automargin), so a fixed y such as -0.25 lands on
-    long category names Plotly turned 90° on a phone."""
+    long category names Plotly turned 90° on a phone. Where the axis and legend would leave the
+    plot less than MIN_PLOT_SHARE of the height, the figure grows (up to `max_height`)."""
     leg = fig.layout.legend
     if leg.orientation != "h" or leg.y is None or leg.y >= 0 or (leg.yref or "paper") != "paper" \
             or (leg.yanchor or "top") != "top" or fig.layout.showlegend is False:
         return
     gap = x_axis_px(fig, plot_px, char_px, line_px) + 10
     rows = max(_legend_rows(fig), 1)
-    plot_h = ((fig.layout.height or 450) - (fig.layout.margin.t or 0) - (fig.layout.margin.b or 0)
-              - gap - row_px * rows)
-    leg.y = min(leg.y, -gap / max(plot_h, 80))
+    height = fig.layout.height or 450
+    edges = (fig.layout.margin.t or 0) + (fig.layout.margin.b or 0) + gap + row_px * rows
+    if height - edges < MIN_PLOT_SHARE * height:         # long turned labels: the plot keeps half the height
+        fig.update_layout(height=min(max_height, round(edges / (1 - MIN_PLOT_SHARE))))
+    leg.y = min(leg.y, -gap / max((fig.layout.height or height) - edges, 80))
 
 
 def _above_plot(a) -> bool:
@@ -321,7 +325,8 @@ def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = 
     shown.update_yaxes(automargin=True)
     if present:
         _present(shown)
-        legend_clear_of_axis(shown, PRESENT_PLOT_PX, TICK_CHAR_PX, PRESENT_FONT + 6, PRESENT_FONT + 8)
+        legend_clear_of_axis(shown, PRESENT_PLOT_PX, TICK_CHAR_PX, PRESENT_FONT + 6, PRESENT_FONT + 8,
+                             PRESENT_HEIGHT[1])
     else:
         legend_clear_of_axis(shown, PHONE_PLOT_PX * WIDE_PX // 390 if wide else PHONE_PLOT_PX)
     return shown, (title_html(text) if text else None)
