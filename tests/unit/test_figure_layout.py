@@ -94,6 +94,8 @@ def test_attention_scaling_uniform_label_is_on_a_box_the_curves_pass_under():
                         "x": "x", "title": "t"})
     (label,) = [a for a in fig.layout.annotations if a.text == "uniform rows"]
     assert label.bgcolor and "0,0,0,0" not in label.bgcolor.replace(" ", "")
+    assert label.yanchor == "top" and label.xanchor == "right"     # under the line's right end (the largest
+                                                                    # weight, near 1 there, runs above the line)
 
 
 def test_beam_tree_labels_have_a_halo_the_winner_path_passes_under():

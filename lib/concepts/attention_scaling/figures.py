@@ -41,6 +41,7 @@ def sweep_figure(scales, entropy, max_w, uniform: float, model_scale: float, cho
     fig.add_scatter(x=scales, y=entropy, name=labels["entropy"], mode="lines+markers")
     fig.add_scatter(x=scales, y=max_w, name=labels["max"], mode="lines+markers", secondary_y=True)
     fig.add_hline(y=uniform, line_dash="dot", line_color="grey", annotation_text=labels["uniform"],
+                  annotation_position="bottom right",         # under the line: the largest weight nears 1 above it
                   annotation=dict(bgcolor=LABEL_BG, borderpad=1))    # a curve crossing it passes under the text
     log_x_vline(fig, model_scale, labels["model"], line_dash="dash", line_color="green")
     log_x_vline(fig, chosen, labels["chosen"], bottom=True, line_dash="dot", line_color="red")
