@@ -158,10 +158,10 @@ def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
 
 
 def _legend_rows(fig: go.Figure) -> int:
-    """Entries of a legend drawn below the plot (0 for any other legend): on a phone each long
-    entry takes a row of its own."""
+    """Entries of a legend drawn below the plot, in a row that wraps or in a column (0 for any
+    other legend): on a phone each long entry takes a row of its own."""
     leg = fig.layout.legend
-    if leg.orientation != "h" or leg.y is None or leg.y >= 0 or fig.layout.showlegend is False:
+    if leg.y is None or leg.y >= 0 or (leg.orientation != "h" and (leg.x or 0) >= 1) or fig.layout.showlegend is False:
         return 0
     return sum(1 for tr in fig.data if tr.showlegend is not False and tr.name)
 
@@ -222,7 +222,7 @@ def legend_clear_of_axis(fig: go.Figure, plot_px: float = PHONE_PLOT_PX, char_px
     long category names Plotly turned 90° on a phone. Where the axis and legend would leave the
     plot less than MIN_PLOT_SHARE of the height, the figure grows (up to `max_height`)."""
     leg = fig.layout.legend
-    if leg.orientation != "h" or leg.y is None or leg.y >= 0 or (leg.yref or "paper") != "paper" \
+    if _legend_rows(fig) == 0 or (leg.yref or "paper") != "paper" \
             or (leg.yanchor or "top") != "top" or fig.layout.showlegend is False:
         return
     gap = x_axis_px(fig, plot_px, char_px, line_px) + 10

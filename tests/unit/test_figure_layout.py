@@ -112,6 +112,13 @@ def test_beam_tree_labels_have_a_halo_the_winner_path_passes_under():
     fig = tree_figure(rec, ["a", "b", "<eos>", "c"], {2: -0.3}, 0, 1, labels)
     texts = [tr for tr in fig.data if tr.text is not None and tr.name in (KEPT, FINISHED)]
     assert texts and all(tr.textfont.shadow == "auto" for tr in texts)
+    shown, _ = responsive.shown_figure(fig, wide=True)
+    leg = shown.layout.legend             # a column at the left: in view on a phone, where the tree scrolls
+    assert leg.orientation == "v" and leg.x == 0 and leg.xanchor == "left"
+    assert responsive._legend_rows(shown) == 4                    # winner, kept, finished, pruned: a row each
+    m = shown.layout.margin
+    plot_h = shown.layout.height - m.t - (m.b or 0) - responsive.x_axis_px(shown) - 4 * responsive.LEGEND_ROW_PX
+    assert -leg.y * plot_h >= responsive.x_axis_px(shown)         # under the x axis title, not on it
 
 
 def test_prefix_caching_block_labels_fit_their_blocks_and_the_timing_bars_keep_the_width():

@@ -89,8 +89,8 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
     fig.update_yaxes(title_text=labels["y"], tickvals=[-r for r in range(K)], ticktext=[str(r + 1) for r in range(K)],
                      range=[-K + 0.4, 0.8])
     fig.update_layout(title=labels["title"], height=max(420, 24 * K + 160), hovermode="closest",
-                      legend=dict(orientation="h", y=-0.12, yanchor="top", x=0, xanchor="left"))
-    return fig
+                      legend=dict(orientation="v", y=-0.12, yanchor="top", x=0, xanchor="left"))
+    return fig            # the legend a column at the left: on a phone the tree scrolls sideways, the legend is all in view
 
 
 def score_vs_alpha_figure(alphas, lines: np.ndarray, names: list[str], winners: np.ndarray, show: list[int],
