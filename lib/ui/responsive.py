@@ -6,7 +6,9 @@ The server cannot know the screen's width, so a figure is laid out to work at ev
   HTML line above the chart (`title_html`) that wraps like any text; the downloaded HTML keeps
   Plotly's own title;
 - a legend sits below the plot (`legend_below`), horizontal, so it wraps onto more lines
-  instead of taking half of a phone's width at the right;
+  instead of taking half of a phone's width at the right, and under the x axis's tick labels
+  as Plotly turns long ones on a phone (`legend_clear_of_axis`), not at a fixed y on them;
+- a label above the plot (a subplot title, add_vline's "top" label) gets a top margin;
 - axes use automargin (long tick labels push the margin instead of running off the chart);
 - axis and panel titles too long for a phone are broken onto lines (`wrap_for_phones`), a long
   legend below gets the height it needs, and a figure of three or more panels side by side
