@@ -171,7 +171,8 @@ def _legend_rows(fig: go.Figure) -> int:
 TICK_CHAR_PX, TICK_LINE_PX = 6.5, 16     # a 12 px tick label's character width and its line height, px
 PHONE_PLOT_PX = 300                      # a phone's plot width (390 px less the page's and the axes' margins)
 MIN_PLOT_SHARE = 0.5                     # of a figure's height its plot keeps beside the axis and legend below
-MIN_TICK_GAP_PX = 24                     # labels closer than this are turned 90° by Plotly, not 30°
+TURN_90_FONTS = 3.0                      # labels closer than this many font sizes are turned 90° by Plotly, not
+                                         # 30° (plotly.js: 2.5; the plot is a little narrower than estimated)
 
 
 def _tick_labels(fig: go.Figure, ax) -> list[str]:
@@ -196,7 +197,7 @@ def x_axis_px(fig: go.Figure, plot_px: float = PHONE_PLOT_PX, char_px: float = T
               line_px: int = LINE_PX) -> float:
     """Pixels under the plot that the lowest x axis takes: its tick labels (turned as Plotly
     turns them when they do not fit side by side in `plot_px` times the axis's share: 30° while
-    each label has MIN_TICK_GAP_PX, else 90°) and its title's lines below them."""
+    each label has TURN_90_FONTS font sizes, else 90°) and its title's lines below them."""
     need = 0.0
     for ax in _axes(fig, "x"):
         if ax.showticklabels is False or ax.side == "top":
@@ -204,9 +205,10 @@ def x_axis_px(fig: go.Figure, plot_px: float = PHONE_PLOT_PX, char_px: float = T
         d = ax.domain or (0, 1)
         labels = [re.sub(r"<[^>]+>", "", t) for t in _tick_labels(fig, ax)]
         room = plot_px * (d[1] - d[0]) / max(len(labels), 1)
-        longest = max((len(t) for t in labels), default=0) * char_px * (ax.tickfont.size or 12) / 12
+        font = ax.tickfont.size or 12
+        longest = max((len(t) for t in labels), default=0) * char_px * font / 12
         angle = ax.tickangle if isinstance(ax.tickangle, (int, float)) else (
-            0 if longest <= room * 0.95 else 30 if room >= MIN_TICK_GAP_PX else 90)
+            0 if longest <= room * 0.95 else 30 if room >= TURN_90_FONTS * font else 90)
         rad = math.radians(abs(angle))
         ticks = max(TICK_LINE_PX, longest * math.sin(rad) + TICK_LINE_PX * math.cos(rad)) + 6
         title = ax.title.text

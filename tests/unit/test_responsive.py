@@ -131,6 +131,10 @@ def test_a_legend_below_clears_category_names_plotly_turns_on_a_phone():
     gap = -leg.y * plot_h                                              # px from the plot to the legend's top
     assert gap >= turned, (leg.y, gap, turned)
     assert responsive.x_axis_px(shown) >= turned
+    nine = probability_figure([f"#{i} L=10 “one of the most beautiful cities”" for i in range(9)], [1e-3] * 9,
+                              [1e-2] * 9, {"p": "e^S", "q": "e^score", "y": "probability", "title": "t"})
+    shown, _ = responsive.shown_figure(nine)                       # 9 names on ~300 px: Plotly turns them 90°
+    assert responsive.x_axis_px(shown) >= len(nine.data[0].x[0]) * responsive.TICK_CHAR_PX
     few = responsive.shown_figure(_fig(xaxis_title="rank", legend=dict(orientation="h", y=-0.22, yanchor="top")))[0]
     assert few.layout.legend.y == -0.22                                 # short numeric ticks: as the figure put it
 
