@@ -64,7 +64,7 @@ def timing_figure(names: list[str], seconds: list[float], labels: dict[str, str]
                            marker_color=["#888888", HIT][:n] + ["#888888"] * max(n - 2, 0)))
     for y, name in zip(ys, names):
         fig.add_annotation(x=0, xref="paper", y=y + 0.23, yref="y", text="<br>".join(textwrap.wrap(name, 44)),
-                           showarrow=False, xanchor="left", yanchor="bottom", font=dict(size=12))
+                           showarrow=False, xanchor="left", yanchor="bottom", align="left", font=dict(size=12))
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, range=[-0.45, n - 0.2])
     fig.update_layout(title=labels["title"], xaxis_title=labels["x"], height=150 + 60 * n)
     return fig
