@@ -291,6 +291,10 @@ def _present(fig: go.Figure) -> None:
             trace.colorbar.tickfont.size = _grow(trace.colorbar.tickfont.size, PRESENT_TICK)
     for a in fig.layout.annotations:
         a.font.size = _grow(a.font.size, PRESENT_FONT)
+        if a.yshift:                                     # stacked line labels: rows as tall as the larger font
+            a.yshift = round(a.yshift * PRESENT_SCALE)
+    if any(a.yshift for a in fig.layout.annotations):
+        fig.update_layout(margin_t=max(fig.layout.margin.t or 0, _top_room(fig) + 10))
     if any("text" in (getattr(tr, "mode", "") or "") and str(getattr(tr, "textposition", "")).startswith("top")
            for tr in fig.data):                          # labels above the top row's markers stay whole
         fig.update_layout(margin_t=max(fig.layout.margin.t or 0, 34))

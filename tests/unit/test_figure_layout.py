@@ -141,3 +141,15 @@ def test_prefix_caching_block_labels_fit_their_blocks_and_the_timing_bars_keep_t
     assert fig.layout.yaxis.showticklabels is False               # no name at the left squeezing the bars
     assert [a.text.replace("<br>", " ") for a in fig.layout.annotations] == names    # each above its bar
     assert fig.layout.height >= 260
+
+
+def test_stacked_line_labels_keep_apart_at_the_projectors_font():
+    from lib.concepts.plot_marks import x_vline
+
+    fig = responsive.go.Figure(responsive.go.Scatter(x=[0, 10], y=[0, 1]))
+    x_vline(fig, 4, "exp(z) = 0 below -17.33")
+    x_vline(fig, 6, "exp(z) = inf above 11.09", xanchor="right")
+    shown, _ = responsive.shown_figure(fig, present=True)
+    low, high = sorted(shown.layout.annotations, key=lambda a: a.yshift or 0)
+    assert (high.yshift or 0) - (low.yshift or 0) >= high.font.size          # one row per label, not on top
+    assert shown.layout.margin.t >= 34 + high.yshift                           # the upper row inside the figure
