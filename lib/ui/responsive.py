@@ -22,12 +22,14 @@ one another.
 from __future__ import annotations
 
 import html
-import math
 import re
 import textwrap
 
 import plotly.graph_objects as go
 import streamlit as st
+
+from lib.ui.figure_room import (LEGEND_ROW_PX, LINE_PX, PHONE_PLOT_PX, TICK_CHAR_PX, _axes,  # noqa: F401
+                                _legend_rows, legend_clear_of_axis, x_axis_px)
 
 FIG_TITLE_CLASS = "fig-title"
 WIDE_KEY, WIDE_PX = "wide-fig-", 720        # page.figure(wide=True): st.container(key=WIDE_KEY...) on a phone
@@ -87,9 +89,9 @@ def legend_below(fig: go.Figure) -> None:
 PHONE_CHARS = 40        # characters of an axis or panel title (16 px) that fit across a phone's ~330 px plot
 WIDE_PANELS = 3         # panels side by side from which a figure keeps WIDE_PX on a phone
 PANEL_FILL = 0.8        # of a panel's share of `chars`: the y axes' labels and margins take the rest of the width
-CHAR_PX, LINE_PX = 7, 16           # an axis title's character width and a wrapped line's height, px
+CHAR_PX = 7                        # an axis title's character width, px
 X_AXIS_PX = 60                     # an x axis's tick labels and title under the plot, px
-LEGEND_ROW_PX, LEGEND_ROWS = 19, 4  # a legend row below the plot; rows the figure's height already holds
+LEGEND_ROWS = 4                    # legend rows below the plot that the figure's height already holds
 
 
 def _wrap(text: str | None, chars: int) -> str | None:
@@ -98,10 +100,6 @@ def _wrap(text: str | None, chars: int) -> str | None:
     if not text or "<" in text or len(text) <= chars:
         return text
     return "<br>".join(textwrap.wrap(text, max(chars, 12)))
-
-
-def _axes(fig: go.Figure, letter: str) -> list:
-    return [fig.layout[k] for k in fig.layout if re.fullmatch(f"{letter}axis[0-9]*", k)]
 
 
 def panels_across(fig: go.Figure) -> int:
@@ -157,85 +155,6 @@ def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
                 gained = max(gained, text.count("<br>"))
             a.text = text
     return gained
-
-
-def _legend_rows(fig: go.Figure) -> int:
-    """Entries of a legend drawn below the plot, in a row that wraps or in a column (0 for any
-    other legend): on a phone each long entry takes a row of its own."""
-    leg = fig.layout.legend
-    if leg.y is None or leg.y >= 0 or (leg.orientation != "h" and (leg.x or 0) >= 1) or fig.layout.showlegend is False:
-        return 0
-    return sum(1 for tr in fig.data if tr.showlegend is not False and tr.name)
-
-
-TICK_CHAR_PX, TICK_LINE_PX = 6.5, 16     # a 12 px tick label's character width and its line height, px
-PHONE_PLOT_PX = 300                      # a phone's plot width (390 px less the page's and the axes' margins)
-MIN_PLOT_SHARE = 0.5                     # of a figure's height its plot keeps beside the axis and legend below
-TURN_90_FONTS = 3.0                      # labels closer than this many font sizes are turned 90° by Plotly, not
-                                         # 30° (plotly.js: 2.5; the plot is a little narrower than estimated)
-
-
-def _tick_labels(fig: go.Figure, ax) -> list[str]:
-    """The tick labels an x axis will show: its ticktext, else the category names of the traces
-    drawn on it (bars and lines over tokens or hypotheses), else none (a numeric axis: Plotly
-    picks few short labels)."""
-    if ax.ticktext:
-        return [str(t) for t in ax.ticktext]
-    ref = "x" + ax.plotly_name[5:]
-    names = []
-    for tr in fig.data:
-        if (getattr(tr, "xaxis", None) or "x") != ref or getattr(tr, "x", None) is None or tr.type == "heatmap":
-            continue
-        if getattr(tr, "orientation", None) == "h":
-            continue
-        xs = [x for x in tr.x if isinstance(x, str)]
-        names += [x for x in xs if x not in names]
-    return names
-
-
-def x_axis_px(fig: go.Figure, plot_px: float = PHONE_PLOT_PX, char_px: float = TICK_CHAR_PX,
-              line_px: int = LINE_PX) -> float:
-    """Pixels under the plot that the lowest x axis takes: its tick labels (turned as Plotly
-    turns them when they do not fit side by side in `plot_px` times the axis's share: 30° while
-    each label has TURN_90_FONTS font sizes, else 90°) and its title's lines below them."""
-    need = 0.0
-    for ax in _axes(fig, "x"):
-        if ax.showticklabels is False or ax.side == "top":
-            continue
-        d = ax.domain or (0, 1)
-        labels = [re.sub(r"<[^>]+>", "", t) for t in _tick_labels(fig, ax)]
-        room = plot_px * (d[1] - d[0]) / max(len(labels), 1)
-        font = ax.tickfont.size or 12
-        longest = max((len(t) for t in labels), default=0) * char_px * font / 12
-        angle = ax.tickangle if isinstance(ax.tickangle, (int, float)) else (
-            0 if longest <= room * 0.95 else 30 if room >= TURN_90_FONTS * font else 90)
-        rad = math.radians(abs(angle))
-        ticks = max(TICK_LINE_PX, longest * math.sin(rad) + TICK_LINE_PX * math.cos(rad)) + 6
-        title = ax.title.text
-        lines = (title.count("<br>") + 1) if title else 0
-        need = max(need, ticks + lines * (line_px + 2) + (6 if lines else 0))
-    return need
-
-
-def legend_clear_of_axis(fig: go.Figure, plot_px: float = PHONE_PLOT_PX, char_px: float = TICK_CHAR_PX,
-                         line_px: int = LINE_PX, row_px: int = LEGEND_ROW_PX, max_height: int = 700) -> None:
-    """Move a legend below the plot (horizontal, y < 0 in paper units, anchored at its top) down
-    so that its top lies under the x axis's tick labels, rotated or not, and the axis title
-    (`x_axis_px`): its y is a fraction of the plot's height, which the tick labels and the
-    legend themselves take from the figure (automargin), so a fixed y such as -0.25 lands on
-    long category names Plotly turned 90° on a phone. Where the axis and legend would leave the
-    plot less than MIN_PLOT_SHARE of the height, the figure grows (up to `max_height`)."""
-    leg = fig.layout.legend
-    if _legend_rows(fig) == 0 or (leg.yref or "paper") != "paper" \
-            or (leg.yanchor or "top") != "top" or fig.layout.showlegend is False:
-        return
-    gap = x_axis_px(fig, plot_px, char_px, line_px) + 10
-    rows = max(_legend_rows(fig), 1)
-    height = fig.layout.height or 450
-    edges = (fig.layout.margin.t or 0) + (fig.layout.margin.b or 0) + gap + row_px * rows
-    if height - edges < MIN_PLOT_SHARE * height:         # long turned labels: the plot keeps half the height
-        fig.update_layout(height=min(max_height, round(edges / (1 - MIN_PLOT_SHARE))))
-    leg.y = min(leg.y, -gap / max((fig.layout.height or height) - edges, 80))
 
 
 def _above_plot(a) -> bool:
