@@ -217,6 +217,9 @@ def _present(fig: go.Figure) -> None:
     if any("text" in (getattr(tr, "mode", "") or "") and str(getattr(tr, "textposition", "")).startswith("top")
            for tr in fig.data):                          # labels above the top row's markers stay whole
         fig.update_layout(margin_t=max(fig.layout.margin.t or 0, 34))
+    leg = fig.layout.legend
+    if leg.orientation == "v" and leg.y is not None and leg.y < 0:    # a column below (for a phone): one row
+        leg.orientation = "h"                                         # across the projector's width
     lo, hi = PRESENT_HEIGHT
     before = fig.layout.height or 450
     fig.update_layout(height=min(max(before, lo), hi))

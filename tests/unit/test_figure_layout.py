@@ -119,6 +119,8 @@ def test_beam_tree_labels_have_a_halo_the_winner_path_passes_under():
     m = shown.layout.margin
     plot_h = shown.layout.height - m.t - (m.b or 0) - responsive.x_axis_px(shown) - 4 * responsive.LEGEND_ROW_PX
     assert -leg.y * plot_h >= responsive.x_axis_px(shown)         # under the x axis title, not on it
+    assert all(tr.cliponaxis is False for tr in texts)             # the top row's labels are not cut off
+    assert responsive.shown_figure(fig, present=True)[0].layout.legend.orientation == "h"   # 1,280 px: a row
 
 
 def test_prefix_caching_block_labels_fit_their_blocks_and_the_timing_bars_keep_the_width():

@@ -76,6 +76,7 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
             mode="markers" if key == "pruned" else "markers+text",
             text=None if key == "pruned" else [token_texts[i] for i in idx],
             textposition="top center", textfont=dict(size=10, shadow="auto"),   # a halo: the red path passes under
+            cliponaxis=False,                                  # the top row's labels run above the plot area
             marker=dict(size=st["size"], symbol=st["symbol"], color=COLORS[key], opacity=st["opacity"],
                         line=dict(width=[2 if i in win else 0 for i in idx], color=COLORS["win"])),
             hovertext=hover, hoverinfo="text")
