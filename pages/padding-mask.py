@@ -62,7 +62,8 @@ texts = [[token_text(tok, int(i)) if v else "·" for i, v in zip(row, vrow)]
 fig = plots.batch_figure(padding.padded_view(batch), texts, batch.positions.numpy(),
                          {"title": t("fig_batch_title", B=B, T=T, side=t(f"side_{side}")), "prompt": t("prompt_word"),
                           "x": t("batch_x"), "col": t("hover_col"), "pos": t("hover_pos")})
-page.figure(fig, "padded_batch", {f"prompt_{b + 1}_positions": batch.positions[b].tolist() for b in range(B)})
+page.figure(fig, "padded_batch", {f"prompt_{b + 1}_positions": batch.positions[b].tolist() for b in range(B)},
+            wide=True)      # a token in every cell: on a phone the map keeps its width and scrolls
 valid_n = sum(batch.lengths)
 st.caption(t("batch_caption", n=valid_n, B=B, T=T, bt=B * T, f=100 * batch.valid_fraction,
              s=B * T * T, sv=sum(L * L for L in batch.lengths)))

@@ -71,7 +71,8 @@ if page.predict("reuse", t("predict_reuse_q", nb=len(B), bs=bs), options, res.n_
     fig = plots.hash_chain(block_hashes(A, bs), rows, labels)
     page.figure(fig, "hash_chain", {"block": [r.index for r in rows], "first_token": [r.start for r in rows],
                                     "tokens": [r.n_tokens for r in rows], "hash_new": [r.hash_new for r in rows],
-                                    "hash_cached": [r.hash_cached for r in rows], "hit": [r.hit for r in rows]})
+                                    "hash_cached": [r.hash_cached for r in rows], "hit": [r.hit for r in rows]},
+                wide=True)      # a label in every block: on a phone the chain keeps its width and scrolls
 
 
 st.subheader(t("time_title"))

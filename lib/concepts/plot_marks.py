@@ -24,11 +24,21 @@ def log_x_vline(fig: go.Figure, x: float, text: str, bottom: bool = False, **lin
     """A vertical line at x on a log x axis, labelled at its top (or foot). Each further label
     on the same side sits LABEL_STEP_PX higher than the one before, so labels of lines close
     together (on a phone's narrow chart) stack instead of printing into one another."""
+    x_vline(fig, x, text, bottom=bottom, log=True, **line)
+
+
+def x_vline(fig: go.Figure, x: float, text: str, bottom: bool = False, log: bool = False,
+            xanchor: str = "left", **line) -> None:
+    """A vertical line at x labelled above the plot (or inside it, at its foot), the label
+    running to the right of the line (`xanchor="left"`) or to its left ("right"); `log`: the x
+    axis is a log axis. Each further label on the same side sits LABEL_STEP_PX higher than the
+    one before: labels of lines close together stack instead of printing into one another (a
+    phone's chart is ~300 px wide), and above the plot no curve or bar runs through them."""
     fig.add_vline(x=x, **line)
     y = 0 if bottom else 1
     before = sum(1 for a in fig.layout.annotations if a.name == VLINE_LABEL and a.y == y)
-    fig.add_annotation(x=math.log10(x), xref="x", y=y, yref="paper", text=text, name=VLINE_LABEL,
-                       showarrow=False, xanchor="left", yanchor="bottom", yshift=LABEL_STEP_PX * before,
+    fig.add_annotation(x=math.log10(x) if log else x, xref="x", y=y, yref="paper", text=text, name=VLINE_LABEL,
+                       showarrow=False, xanchor=xanchor, yanchor="bottom", yshift=LABEL_STEP_PX * before,
                        font=dict(size=11, color=line.get("line_color", "grey")))
 
 
@@ -45,11 +55,17 @@ def label_rows(xs, span: float, min_gap: float = 0.3) -> list[int]:
     return rows
 
 
-def log_y_hline(fig: go.Figure, y: float, text: str, **line) -> None:
-    """A horizontal line at y on a log y axis, labelled above its right end."""
+LABEL_BG = "rgba(255,255,255,0.85)"      # behind a line's label: a curve crossing it passes under the text
+
+
+def log_y_hline(fig: go.Figure, y: float, text: str, at: str = "right", **line) -> None:
+    """A horizontal line at y on a log y axis, labelled above its right end (`at="left"`: its
+    left end, where the figure's curves are known to stay away from it), on a white box so
+    that a curve crossing the label passes under it instead of striking it through."""
     fig.add_hline(y=y, **line)
-    fig.add_annotation(y=math.log10(y), yref="y", x=1, xref="paper", text=text, showarrow=False,
-                       xanchor="right", yanchor="bottom", font=dict(size=11, color=line.get("line_color", "grey")))
+    fig.add_annotation(y=math.log10(y), yref="y", x=1 if at == "right" else 0, xref="paper", text=text,
+                       showarrow=False, xanchor=at, yanchor="bottom", bgcolor=LABEL_BG, borderpad=1,
+                       font=dict(size=11, color=line.get("line_color", "grey")))
 
 
 # ---- log axes a projector can read -----------------------------------------------------------------

@@ -6,7 +6,9 @@ The server cannot know the screen's width, so a figure is laid out to work at ev
   HTML line above the chart (`title_html`) that wraps like any text; the downloaded HTML keeps
   Plotly's own title;
 - a legend sits below the plot (`legend_below`), horizontal, so it wraps onto more lines
-  instead of taking half of a phone's width at the right;
+  instead of taking half of a phone's width at the right, and under the x axis's tick labels
+  as Plotly turns long ones on a phone (`legend_clear_of_axis`), not at a fixed y on them;
+- a label above the plot (a subplot title, add_vline's "top" label) gets a top margin;
 - axes use automargin (long tick labels push the margin instead of running off the chart);
 - axis and panel titles too long for a phone are broken onto lines (`wrap_for_phones`), a long
   legend below gets the height it needs, and a figure of three or more panels side by side
@@ -25,6 +27,9 @@ import textwrap
 
 import plotly.graph_objects as go
 import streamlit as st
+
+from lib.ui.figure_room import (LEGEND_ROW_PX, LINE_PX, PHONE_PLOT_PX, TICK_CHAR_PX, _axes,  # noqa: F401
+                                _legend_rows, legend_clear_of_axis, x_axis_px)
 
 FIG_TITLE_CLASS = "fig-title"
 WIDE_KEY, WIDE_PX = "wide-fig-", 720        # page.figure(wide=True): st.container(key=WIDE_KEY...) on a phone
@@ -83,9 +88,10 @@ def legend_below(fig: go.Figure) -> None:
 
 PHONE_CHARS = 40        # characters of an axis or panel title (16 px) that fit across a phone's ~330 px plot
 WIDE_PANELS = 3         # panels side by side from which a figure keeps WIDE_PX on a phone
-CHAR_PX, LINE_PX = 7, 16           # an axis title's character width and a wrapped line's height, px
+PANEL_FILL = 0.8        # of a panel's share of `chars`: the y axes' labels and margins take the rest of the width
+CHAR_PX = 7                        # an axis title's character width, px
 X_AXIS_PX = 60                     # an x axis's tick labels and title under the plot, px
-LEGEND_ROW_PX, LEGEND_ROWS = 19, 4  # a legend row below the plot; rows the figure's height already holds
+LEGEND_ROWS = 4                    # legend rows below the plot that the figure's height already holds
 
 
 def _wrap(text: str | None, chars: int) -> str | None:
@@ -94,10 +100,6 @@ def _wrap(text: str | None, chars: int) -> str | None:
     if not text or "<" in text or len(text) <= chars:
         return text
     return "<br>".join(textwrap.wrap(text, max(chars, 12)))
-
-
-def _axes(fig: go.Figure, letter: str) -> list:
-    return [fig.layout[k] for k in fig.layout if re.fullmatch(f"{letter}axis[0-9]*", k)]
 
 
 def panels_across(fig: go.Figure) -> int:
@@ -147,7 +149,7 @@ def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
         if a.xref not in (None, "paper") or a.yref not in (None, "paper") or a.x is None or a.showarrow:
             continue
         share = min((d[1] - d[0] for d in panels if d[0] - 0.01 <= a.x <= d[1] + 0.01), default=1)
-        text = _wrap(a.text, int(chars * share))
+        text = _wrap(a.text, int(chars * share * (PANEL_FILL if len(panels) > 1 else 1)))
         if text != a.text:
             if (a.y or 0) >= 0.98:
                 gained = max(gained, text.count("<br>"))
@@ -155,19 +157,19 @@ def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
     return gained
 
 
-def _legend_rows(fig: go.Figure) -> int:
-    """Entries of a legend drawn below the plot (0 for any other legend): on a phone each long
-    entry takes a row of its own."""
-    leg = fig.layout.legend
-    if leg.orientation != "h" or leg.y is None or leg.y >= 0 or fig.layout.showlegend is False:
-        return 0
-    return sum(1 for tr in fig.data if tr.showlegend is not False and tr.name)
+def _above_plot(a) -> bool:
+    """An annotation at the plot's top edge or above it: in paper units, or in an axis's domain
+    units (add_vline / add_vrect(annotation_position="top ...") label there), at y >= 0.98
+    (Plotly does not widen the margin for an annotation: without room it is cut off)."""
+    if a.yref in (None, "paper"):
+        return (a.y or 0) >= 0.98
+    return (a.yref or "").endswith(" domain") and (a.y or 0) >= 0.98 and a.yanchor != "top"
 
 
 def _top_room(fig: go.Figure) -> int:
     """Pixels the top margin needs without a title: 12, or 34 (plus stacked labels' shifts)
     when something sits above the plot area (subplot titles, line labels, a legend on top)."""
-    above = [a for a in fig.layout.annotations if a.yref in (None, "paper") and (a.y or 0) >= 0.98]
+    above = [a for a in fig.layout.annotations if _above_plot(a)]
     if not above and not (fig.layout.legend.y is not None and fig.layout.legend.y > 1):
         return 12
     return 34 + max((a.yshift or 0 for a in above), default=0)
@@ -176,6 +178,7 @@ def _top_room(fig: go.Figure) -> int:
 PRESENT_FONT, PRESENT_SCALE = 20, 1.3        # projector: base font (px) and the factor for sized text
 PRESENT_TICK = 17                            # a tick label's size there unless the figure sized it
 PRESENT_HEIGHT = (440, 640)                  # a chart's height on a 1280x720 projector, px
+PRESENT_PLOT_PX = 1000                       # a projector's plot width, px
 PRESENT_CHARS = 100                          # a title's characters across a projector's chart at 20 px
 AXIS_GROWTH = 1.4                            # the room under the plot (ticks, axis title) grows as the fonts
 LEGEND_GAP_PX = 120                          # ... up to this many px between the plot and a legend below
@@ -207,9 +210,16 @@ def _present(fig: go.Figure) -> None:
             trace.colorbar.tickfont.size = _grow(trace.colorbar.tickfont.size, PRESENT_TICK)
     for a in fig.layout.annotations:
         a.font.size = _grow(a.font.size, PRESENT_FONT)
+        if a.yshift:                                     # stacked line labels: rows as tall as the larger font
+            a.yshift = round(a.yshift * PRESENT_SCALE)
+    if any(a.yshift for a in fig.layout.annotations):
+        fig.update_layout(margin_t=max(fig.layout.margin.t or 0, _top_room(fig) + 10))
     if any("text" in (getattr(tr, "mode", "") or "") and str(getattr(tr, "textposition", "")).startswith("top")
            for tr in fig.data):                          # labels above the top row's markers stay whole
         fig.update_layout(margin_t=max(fig.layout.margin.t or 0, 34))
+    leg = fig.layout.legend
+    if leg.orientation == "v" and leg.y is not None and leg.y < 0:    # a column below (for a phone): one row
+        leg.orientation = "h"                                         # across the projector's width
     lo, hi = PRESENT_HEIGHT
     before = fig.layout.height or 450
     fig.update_layout(height=min(max(before, lo), hi))
@@ -245,4 +255,8 @@ def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = 
     shown.update_yaxes(automargin=True)
     if present:
         _present(shown)
+        legend_clear_of_axis(shown, PRESENT_PLOT_PX, TICK_CHAR_PX, PRESENT_FONT + 6, PRESENT_FONT + 8,
+                             PRESENT_HEIGHT[1])
+    else:
+        legend_clear_of_axis(shown, PHONE_PLOT_PX * WIDE_PX // 390 if wide else PHONE_PLOT_PX)
     return shown, (title_html(text) if text else None)

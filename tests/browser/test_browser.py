@@ -1,67 +1,28 @@
-"""The whole app in headless Chromium: a fresh server, every page in English and Indonesian.
+"""The whole app in headless Chromium: a fresh server (tests/browser/conftest.py, shared by
+every browser module), every page in English and Indonesian, each rendered once per language
+and checked at 1,400 px and at a phone's 390 px in the same visit.
 
 Screenshots are kept in artifacts/screenshots/ (CI keeps them)."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from bench.classroom import free_port, start_server, stop_server
-from bench.browser import CHROMIUM, FLAGS, LAYOUT_PROBLEMS, settle, wait_for_charts  # noqa: F401 (re-exported)
+from bench.browser import LAYOUT_PROBLEMS
 from lib.concepts.catalog import CONCEPTS
 from lib.ui.i18n import load_texts
 from lib.ui.responsive import WIDE_KEY, WIDE_PX
 from lib.ui.shell import TEACHING_PAGES
-from tests.conftest import ROOT
+from tests.browser.conftest import SHOTS, visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
-SHOTS = ROOT / "artifacts" / "screenshots"
 PAGES = [c for c in CONCEPTS if c.exists]
+# charts each teaching page draws by default (a concept page draws at least one)
+TEACHING_CHARTS = {"life-of-a-token": 3}
 PHONE = {"width": 390, "height": 4000}     # a phone's width (390x844); tall, so the shot holds the page
 # every chart re-laid out for the new width (Plotly's responsive resize): within the screen, or
 # within WIDE_PX for one kept wide in its sideways-scrolling box (page.figure(wide=True))
 CHARTS_FIT = """([w, key, wide]) => [...document.querySelectorAll('.js-plotly-plot svg.main-svg')]
     .every(s => s.getBoundingClientRect().width <= (s.closest(`[class*='st-key-${key}']`) ? wide + 1 : w))"""
-
-
-@pytest.fixture(scope="module")
-def server():
-    """A freshly started `streamlit run app.py` (the model is prepared but not yet loaded), on
-    $LAB_TEST_PORT when set (a shared machine's own port range), else on a free port."""
-    from lib.model import bundled_model
-
-    bundled_model.prepare()
-    proc, url = start_server(int(os.environ.get("LAB_TEST_PORT") or free_port()))
-    yield url
-    stop_server(proc)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
-
-
-def visit(browser, url: str, shot: str, charts: int = 0):
-    page = browser.new_page(viewport={"width": 1400, "height": 4000})
-    try:
-        page.goto(url, wait_until="domcontentloaded")
-        settle(page)
-    except Exception:
-        page.close()
-        raise
-    wait_for_charts(page, charts)
-    page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
-    return page
 
 
 def phone_problems(page, shot: str) -> list[str]:
@@ -98,7 +59,8 @@ def test_deep_link_on_a_fresh_server_reaches_our_page(server, browser):
 def test_every_page_renders(server, browser, lang):
     """Every page at 1,400 px: no exception, its charts, title, checks and question, no failed
     check; then the same visit at 390 px (a phone, issue 33): nothing wider than the screen.
-    The teaching pages (lessons, life of a token, glossary) are checked at both widths too."""
+    The teaching pages (lessons, life of a token, glossary, model check) are checked the same
+    way: no exception, their title in the language, the charts they draw, both widths."""
     common = load_texts("common")[lang]
     failures = []
     for c in [None] + PAGES + [slug for slug, _ in TEACHING_PAGES]:
@@ -107,8 +69,8 @@ def test_every_page_renders(server, browser, lang):
         # the visitor answered; the URL reveals every answer, so every figure must be drawn.
         query = f"lang={lang}&reveal=1" if c else f"lang={lang}"
         try:
-            page = visit(browser, f"{server}/{slug}?{query}", f"{slug or 'home'}-{lang}",
-                         charts=1 if c or slug == "life-of-a-token" else 0)
+            charts = 1 if c else TEACHING_CHARTS.get(slug, 0)
+            page = visit(browser, f"{server}/{slug}?{query}", f"{slug or 'home'}-{lang}", charts=charts)
         except TimeoutError as e:          # record it and go on: one slow page must not hide the others
             failures.append(f"{slug}: {e}")
             continue
@@ -116,6 +78,10 @@ def test_every_page_renders(server, browser, lang):
             if page.locator("[data-testid='stException']").count():
                 failures.append(f"{slug}: exception box")
             text = page.locator("[data-testid='stMain']").inner_text()
+            if slug and not c and load_texts(slug)[lang]["title"] not in text:
+                failures.append(f"{slug}: title not in {lang}")
+            if slug and not c and page.locator(".js-plotly-plot").count() < charts:
+                failures.append(f"{slug}: fewer than {charts} charts")
             if c:
                 if page.locator(".js-plotly-plot").count() < 1:
                     failures.append(f"{slug}: no Plotly chart")

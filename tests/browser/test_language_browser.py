@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lib.ui.i18n import load_texts
-from tests.browser.test_browser import browser, server, settle  # noqa: F401 (fixtures)
+from bench.browser import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 SLUG = "stable-softmax"          # a quick page
@@ -32,7 +32,7 @@ def choose(page, lang_name: str) -> None:
     settle(page)
 
 
-def test_language_round_trip_id_en_id_en(server, browser):  # noqa: F811
+def test_language_round_trip_id_en_id_en(server, browser):
     titles = {lang: load_texts(SLUG)[lang]["title"] for lang in ("en", "id")}
     page = browser.new_page(viewport={"width": 1400, "height": 2000})
     try:
@@ -52,7 +52,7 @@ def test_language_round_trip_id_en_id_en(server, browser):  # noqa: F811
         page.close()
 
 
-def test_invalid_lang_gets_a_note(server, browser):  # noqa: F811
+def test_invalid_lang_gets_a_note(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 2000})
     try:
         page.goto(f"{server}/{SLUG}?lang=..%2F..%2Fetc", wait_until="domcontentloaded")

@@ -16,7 +16,7 @@ import pytest
 
 from bench.classroom import free_port, start_server, stop_server
 from lib.ui.i18n import load_texts
-from tests.browser.test_browser import SHOTS, browser  # noqa: F401 (the module-scoped Chromium)
+from tests.browser.conftest import SHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 LIVE = load_texts("live_class")
@@ -47,7 +47,7 @@ def _plot_data(page, selector: str):
                          " return p && p.data ? [p.data[0].x, p.data[0].y] : null; }", selector)
 
 
-def test_a_class_joins_follows_answers_and_sees_the_reveal(server, browser):  # noqa: F811
+def test_a_class_joins_follows_answers_and_sees_the_reveal(server, browser):
     t0 = time.time()
     lecturer = browser.new_context(viewport={"width": 1280, "height": 720})
     lec = lecturer.new_page()

@@ -1,46 +1,19 @@
-"""Teaching pages in headless Chromium (issue 14): lessons, glossary and the life of a token in
-English and Indonesian, and the presenter view on a projector-sized window (1280x720).
+"""Teaching features in headless Chromium (issue 14, 33): the presenter view on a
+projector-sized window (1280x720), a glossary anchor, "Prepare this lesson". The teaching
+pages' plain render in both languages is part of test_browser.test_every_page_renders.
 Screenshots go to artifacts/screenshots/ like the main browser test."""
 from __future__ import annotations
 
 import pytest
 
+from bench.browser import settle
 from lib.ui.i18n import load_texts
-from tests.browser.test_browser import SHOTS, browser, server, settle, wait_for_charts  # noqa: F401 (fixtures)
+from tests.browser.conftest import SETTLE_S, visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
-TEACHING = {"lessons": 0, "glossary": 0, "life-of-a-token": 3}   # slug -> charts it draws by default
-SETTLE_S = 900          # generous: the life of a token runs the model, and CI machines may be busy
 
 
-def visit(browser, url: str, shot: str, charts: int = 0, width: int = 1400, height: int = 4000):  # noqa: F811
-    page = browser.new_page(viewport={"width": width, "height": height})
-    page.goto(url, wait_until="domcontentloaded")
-    settle(page, SETTLE_S)
-    wait_for_charts(page, charts, 180)
-    page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
-    return page
-
-
-@pytest.mark.parametrize("lang", ["en", "id"])
-def test_teaching_pages_render(server, browser, lang):  # noqa: F811
-    failures = []
-    for slug, charts in TEACHING.items():
-        page = visit(browser, f"{server}/{slug}?lang={lang}", f"teaching-{slug}-{lang}", charts=charts)
-        try:
-            if page.locator("[data-testid='stException']").count():
-                failures.append(f"{slug}: exception box")
-            text = page.locator("[data-testid='stMain']").inner_text()
-            if load_texts(slug)[lang]["title"] not in text:
-                failures.append(f"{slug}: title not in {lang}")
-            if page.locator(".js-plotly-plot").count() < charts:
-                failures.append(f"{slug}: fewer than {charts} charts")
-        finally:
-            page.close()
-    assert not failures, failures
-
-
-def test_presenter_view_on_a_projector(server, browser):  # noqa: F811
+def test_presenter_view_on_a_projector(server, browser):
     """?view=present at 1280x720: no 'The code', the toggle is on, nothing wider than the window."""
     page = visit(browser, f"{server}/temperature?view=present", "present-temperature-1280x720", 1, 1280, 720)
     try:
@@ -58,7 +31,7 @@ def test_presenter_view_on_a_projector(server, browser):  # noqa: F811
         page.close()
 
 
-def test_glossary_anchor_exists(server, browser):  # noqa: F811
+def test_glossary_anchor_exists(server, browser):
     page = visit(browser, f"{server}/glossary?lang=id#kv-cache", "teaching-glossary-anchor-id")
     try:
         assert page.locator("#kv-cache").count() == 1
@@ -67,7 +40,7 @@ def test_glossary_anchor_exists(server, browser):  # noqa: F811
         page.close()
 
 
-def test_prepare_this_lesson_opens_every_step_on_the_server(server, browser):  # noqa: F811
+def test_prepare_this_lesson_opens_every_step_on_the_server(server, browser):
     """"Prepare this lesson" on a real server (issue 33): every step's page is opened through
     Streamlit's own protocol (lib/serving/page_visit.py), a progress bar shows, and when it is gone the
     page says the whole lesson was prepared and how long it took (not "partly": every page ran).

@@ -91,13 +91,16 @@ def test_no_padding_batch_gets_a_check_that_can_hold():
 
 def test_batch_figure_cuts_cell_text_to_its_cell_and_keeps_it_whole_on_hover():
     import numpy as np
-    from lib.concepts.padding_mask.figures import batch_figure, fit_cell
+    from lib.concepts.padding_mask.figures import CHAR_PX, PLOT_PX, batch_figure, fit_cell
+    from lib.ui.responsive import WIDE_PX
 
     assert fit_cell("ab", 32) == "ab" and fit_cell("abcdefgh", 8) == "abcdefgh"
-    assert fit_cell("abcdefgh", 32) == "ab…" and len(fit_cell("abcdefgh", 32)) <= 860 / 32 / 7.5
+    assert PLOT_PX < WIDE_PX              # the map is drawn at least WIDE_PX wide (page.figure(wide=True))
+    assert fit_cell("abcdefgh", 22) == "abc…" and len(fit_cell("abcdefgh", 22)) <= PLOT_PX / 22 / CHAR_PX
+    assert fit_cell("abcdefgh", 32) == "a…"
     texts = [["·", " capital", " of"], [" The", " capital", " of"]]
     fig = batch_figure(np.array([[0, 1, 1], [1, 1, 1]]), texts, np.array([[-1, 0, 1], [0, 1, 2]]),
                        {"prompt": "prompt", "col": "col", "pos": "pos", "x": "x", "title": "t"})
     hm = fig.data[0]
     assert [[str(c[1]) for c in row] for row in hm.customdata] == texts        # hover: the whole token
-    assert all(len(s) <= max(1, int(860 / 3 / 7.5)) for row in hm.text for s in row)
+    assert all(len(s) <= max(1, int(PLOT_PX / 3 / CHAR_PX)) for row in hm.text for s in row)

@@ -112,3 +112,42 @@ def test_a_legend_below_moves_down_when_the_x_axis_title_takes_two_lines():
     assert "<br>" in shown.layout.xaxis.title.text and shown.layout.legend.y < -0.22
     short, _ = responsive.shown_figure(_fig(legend=dict(orientation="h", y=-0.22, yanchor="top"), xaxis_title="rank"))
     assert short.layout.legend.y == -0.22
+
+
+def test_a_legend_below_clears_category_names_plotly_turns_on_a_phone():
+    """beam-search's probability chart: long hypotheses on the x axis are turned (30°, 90°) on
+    a phone; the legend Plotly would put at y = -0.25 (of the plot's height) lands on them."""
+    from lib.concepts.beam_search.figures import probability_figure
+
+    names = [f"#{i}: ␣Paris, the capital of France, is" for i in range(4)]
+    fig = probability_figure(names, [1e-3, 1e-4, 1e-5, 1e-6], [1e-2, 1e-3, 1e-4, 1e-5],
+                             {"p": "e^S", "q": "e^score", "y": "probability", "title": "t"})
+    shown, _ = responsive.shown_figure(fig)
+    leg, m = shown.layout.legend, shown.layout.margin
+    rows = responsive._legend_rows(shown)
+    below = responsive.x_axis_px(shown)                  # px the axis takes under the plot (automargin)
+    plot_h = shown.layout.height - m.t - (m.b or 0) - below - responsive.LEGEND_ROW_PX * rows
+    turned = len(names[0]) * responsive.TICK_CHAR_PX * 0.5             # the names, turned 30° at least
+    gap = -leg.y * plot_h                                              # px from the plot to the legend's top
+    assert gap >= turned, (leg.y, gap, turned)
+    assert responsive.x_axis_px(shown) >= turned
+    nine = probability_figure([f"#{i} L=10 “one of the most beautiful cities”" for i in range(9)], [1e-3] * 9,
+                              [1e-2] * 9, {"p": "e^S", "q": "e^score", "y": "probability", "title": "t"})
+    shown, _ = responsive.shown_figure(nine)                       # 9 names on ~300 px: Plotly turns them 90°
+    assert responsive.x_axis_px(shown) >= len(nine.data[0].x[0]) * responsive.TICK_CHAR_PX
+    few = responsive.shown_figure(_fig(xaxis_title="rank", legend=dict(orientation="h", y=-0.22, yanchor="top")))[0]
+    assert few.layout.legend.y == -0.22                                 # short numeric ticks: as the figure put it
+
+
+def test_a_line_label_above_the_plot_gets_a_top_margin_instead_of_being_cut():
+    """sliding-window's fact chart: add_vline(annotation_position="top") writes "W = 64" above
+    the plot in the y axis's domain units; with the title moved out, a 12 px margin cut it."""
+    from lib.concepts.sliding_window.figures import fact_figure
+
+    fig = fact_figure([20, 32, 56, 72, 128, 192], {"dense": [0.5] * 6}, 1e-7, {"W = 64": 64},
+                      {"title": "t", "x": "d", "y": "p", "control": "no fact"})
+    shown, _ = responsive.shown_figure(fig)
+    assert shown.layout.margin.t >= 30
+    inside = _fig()
+    inside.add_vline(x=1, annotation_text="inside", annotation_position="top left")    # y = 1, anchored at its top
+    assert responsive.shown_figure(inside)[0].layout.margin.t == 12

@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lib.concepts.plot_marks import decade_axis, log_x_vline
+from lib.concepts.plot_marks import LABEL_BG, decade_axis, log_x_vline
 
 LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # under the plot, never under the title
 MAX_TICK_TOKENS = 24
@@ -40,7 +40,9 @@ def sweep_figure(scales, entropy, max_w, uniform: float, model_scale: float, cho
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_scatter(x=scales, y=entropy, name=labels["entropy"], mode="lines+markers")
     fig.add_scatter(x=scales, y=max_w, name=labels["max"], mode="lines+markers", secondary_y=True)
-    fig.add_hline(y=uniform, line_dash="dot", line_color="grey", annotation_text=labels["uniform"])
+    fig.add_hline(y=uniform, line_dash="dot", line_color="grey", annotation_text=labels["uniform"],
+                  annotation_position="bottom right",         # under the line: the largest weight nears 1 above it
+                  annotation=dict(bgcolor=LABEL_BG, borderpad=1))    # a curve crossing it passes under the text
     log_x_vline(fig, model_scale, labels["model"], line_dash="dash", line_color="green")
     log_x_vline(fig, chosen, labels["chosen"], bottom=True, line_dash="dot", line_color="red")
     fig.update_xaxes(title_text=labels["x"])

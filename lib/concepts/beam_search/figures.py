@@ -75,7 +75,8 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
             x=[c.step + 1 for c in cs], y=[y[i] for i in idx], name=labels[f"fate_{key}"],
             mode="markers" if key == "pruned" else "markers+text",
             text=None if key == "pruned" else [token_texts[i] for i in idx],
-            textposition="top center", textfont=dict(size=10),
+            textposition="top center", textfont=dict(size=10, shadow="auto"),   # a halo: the red path passes under
+            cliponaxis=False,                                  # the top row's labels run above the plot area
             marker=dict(size=st["size"], symbol=st["symbol"], color=COLORS[key], opacity=st["opacity"],
                         line=dict(width=[2 if i in win else 0 for i in idx], color=COLORS["win"])),
             hovertext=hover, hoverinfo="text")
@@ -89,8 +90,8 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
     fig.update_yaxes(title_text=labels["y"], tickvals=[-r for r in range(K)], ticktext=[str(r + 1) for r in range(K)],
                      range=[-K + 0.4, 0.8])
     fig.update_layout(title=labels["title"], height=max(420, 24 * K + 160), hovermode="closest",
-                      legend=dict(orientation="h", y=-0.12, yanchor="top", x=0, xanchor="left"))
-    return fig
+                      legend=dict(orientation="v", y=-0.12, yanchor="top", x=0, xanchor="left"))
+    return fig            # the legend a column at the left: on a phone the tree scrolls sideways, the legend is all in view
 
 
 def score_vs_alpha_figure(alphas, lines: np.ndarray, names: list[str], winners: np.ndarray, show: list[int],

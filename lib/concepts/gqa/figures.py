@@ -21,7 +21,7 @@ def head_maps_figure(probs: np.ndarray, tokens: list[str], head_titles: list[str
         fig.add_heatmap(z=probs[h], zmin=0, zmax=1, colorscale="Viridis", showscale=h == H - 1,
                         customdata=cd, hovertemplate=labels["hover"] + "<extra></extra>", row=1, col=h + 1)
         fig.update_yaxes(autorange="reversed", row=1, col=h + 1, title_text=labels["y"] if h == 0 else None,
-                         **(token_ticks(tokens) if h == 0 else {}))
+                         **(token_ticks(tokens) if h == 0 else dict(showticklabels=False)))   # not on the map at its left
         fig.update_xaxes(title_text=labels["x"], row=1, col=h + 1, **token_ticks(tokens))
     fig.update_layout(title=labels["title"], height=380)
     return fig

@@ -5,7 +5,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 LEGEND = dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right")
-PLOT_PX, CHAR_PX = 860, 7.5      # the heatmap's width at a 1,280 px page; one 12 px character
+# the heatmap's width where it is narrowest: the page draws it wide (responsive.WIDE_PX = 720 px,
+# scrolling sideways on a phone) less the prompt labels at its left; one 11 px character
+PLOT_PX, CHAR_PX, CELL_FONT = 620, 6.8, 11
 
 
 def fit_cell(text: str, columns: int) -> str:
@@ -21,7 +23,7 @@ def batch_figure(valid: np.ndarray, texts: list[list[str]], positions: np.ndarra
         z=valid, x=list(range(T)), y=[f"{labels['prompt']} {b + 1}" for b in range(B)],
         colorscale=[[0, "#e8e8e8"], [1, "#4c78a8"]], zmin=0, zmax=1, showscale=False,
         text=[[fit_cell(s, T) for s in row] for row in texts], texttemplate="%{text}" if T <= 32 else None,
-        textfont=dict(size=12), customdata=np.dstack([positions, np.array(texts, dtype=object)]), xgap=1, ygap=2,
+        textfont=dict(size=CELL_FONT), customdata=np.dstack([positions, np.array(texts, dtype=object)]), xgap=1, ygap=2,
         hovertemplate="%{y}, " + labels["col"] + " %{x}: %{customdata[1]}<br>" + labels["pos"]
                       + " %{customdata[0]}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")

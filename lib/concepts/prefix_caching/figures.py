@@ -6,16 +6,33 @@ import plotly.graph_objects as go
 HIT, MISS, PARTIAL, CACHED = "#54A24B", "#E45756", "#BBBBBB", "#4C78A8"
 
 
+CHAIN_PX = 600              # the blocks' width where narrowest: drawn wide (responsive.WIDE_PX = 720) less the row labels
+BLOCK_CHAR = 0.62           # a character's width per px of font size
+BLOCK_FONT = (7, 10)        # the labels' font size, px: the smallest, the largest
+
+
+def block_font(n_blocks: int, texts) -> int:
+    """The labels' font size (px) at which the longest line of `texts` fits one block (0.8 of
+    its column of CHAIN_PX / n_blocks), between BLOCK_FONT's bounds."""
+    chars = max((len(line) for t in texts for line in t.split("<br>")), default=1)
+    fits = 0.8 * CHAIN_PX / max(n_blocks + 0.1, 1) / (BLOCK_CHAR * chars)
+    return int(max(BLOCK_FONT[0], min(BLOCK_FONT[1], fits)))
+
+
 def hash_chain(rows_cached: list[str], rows: list, labels: dict[str, str]) -> go.Figure:
     """Two rows of blocks: the cached prompt's chained hashes, and the new prompt's blocks
-    coloured hit / miss / partial (never cached), each labelled with its hash."""
+    coloured hit / miss / partial (never cached), each labelled with its hash, in a font that
+    fits the block (`block_font`: the words are longer in Indonesian)."""
     fig = go.Figure()
-    for i, h in enumerate(rows_cached):
-        _block(fig, i, 1, CACHED, f"#{i}<br>{h[:6]}")
+    blocks = [(i, 1, CACHED, f"#{i}<br>{h[:6]}") for i, h in enumerate(rows_cached)]
     for r in rows:
         color = HIT if r.hit else PARTIAL if not r.hash_new else MISS
         word = labels["hit"] if r.hit else labels["partial"] if not r.hash_new else labels["miss"]
-        _block(fig, r.index, 0, color, f"#{r.index}<br>{r.hash_new[:6] or '—'}<br>{word}")
+        blocks.append((r.index, 0, color, f"#{r.index}<br>{r.hash_new[:6] or '—'}<br>{word}"))
+    size = block_font(max(len(rows_cached), len(rows), 1), [b[3] for b in blocks])
+    for x, y, color, text in blocks:
+        _block(fig, x, y, color, text, size)
+    for r in rows:
         if r.index > 0:
             fig.add_annotation(x=r.index - 0.03, y=0.45, ax=r.index - 0.17, ay=0.45, xref="x", yref="y",
                                axref="x", ayref="y", showarrow=True, arrowhead=2, arrowsize=0.8, text="")
@@ -27,17 +44,29 @@ def hash_chain(rows_cached: list[str], rows: list, labels: dict[str, str]) -> go
     return fig
 
 
-def _block(fig, x, y, color, text):
+def _block(fig, x, y, color, text, size=BLOCK_FONT[1]):
     fig.add_shape(type="rect", x0=x, x1=x + 0.8, y0=y, y1=y + 0.9, fillcolor=color, line=dict(color="#666"))
-    fig.add_annotation(x=x + 0.4, y=y + 0.45, text=text, showarrow=False, font=dict(size=10, color="white"))
+    fig.add_annotation(x=x + 0.4, y=y + 0.45, text=text, showarrow=False, font=dict(size=size, color="white"))
 
 
 def timing_figure(names: list[str], seconds: list[float], labels: dict[str, str]) -> go.Figure:
-    """Median prefill seconds of each run (bars), labelled in ms by Plotly (so the page's
-    separators apply: 1,234 ms / 1.234 ms)."""
-    fig = go.Figure(go.Bar(x=seconds, y=names, orientation="h", customdata=[s * 1000 for s in seconds],
-                           texttemplate="%{customdata:,.0f} ms", textposition="auto", marker_color=["#888888", HIT]))
-    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], height=230)
+    """Median prefill seconds of each run (bars, the first on top), labelled in ms by Plotly (so
+    the page's separators apply: 1,234 ms / 1.234 ms). Each run's name is written above its
+    bar across the chart's width, not as a tick label at its left: a long name there took most
+    of a phone's width and squashed the bars."""
+    import textwrap
+
+    n = len(names)
+    ys = [n - 1 - i for i in range(n)]
+    fig = go.Figure(go.Bar(x=seconds, y=ys, orientation="h", width=0.42, customdata=[s * 1000 for s in seconds],
+                           texttemplate="%{customdata:,.0f} ms", textposition="auto", hovertext=names,
+                           hovertemplate="%{hovertext}: %{customdata:,.0f} ms<extra></extra>",
+                           marker_color=["#888888", HIT][:n] + ["#888888"] * max(n - 2, 0)))
+    for y, name in zip(ys, names):
+        fig.add_annotation(x=0, xref="paper", y=y + 0.23, yref="y", text="<br>".join(textwrap.wrap(name, 44)),
+                           showarrow=False, xanchor="left", yanchor="bottom", align="left", font=dict(size=12))
+    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, range=[-0.45, n - 0.2])
+    fig.update_layout(title=labels["title"], xaxis_title=labels["x"], height=150 + 60 * n)
     return fig
 
 

@@ -20,7 +20,8 @@ def spectrum_figure(wavelengths: np.ndarray, names: list[str], context: int, lab
     for name, wl in zip(names, wavelengths):
         fig.add_scatter(x=np.arange(len(wl)), y=wl, name=name, mode="lines",
                         hovertemplate=labels["hover"] + "<extra></extra>")
-    log_y_hline(fig, context, labels["context"], line_dash="dot", line_color="grey")
+    log_y_hline(fig, context, labels["context"], at="left",    # wavelengths grow with the pair: at the left
+                line_dash="dot", line_color="grey")              # every line is far below a context's length
     fig.update_yaxes(title_text=labels["y"])
     decade_axis(fig, "y", [wavelengths, context], fmt)
     fig.update_xaxes(title_text=labels["x"])

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.concepts.plot_marks import decade_axis
+from lib.concepts.plot_marks import decade_axis, x_vline
 
 STATUS_COLOUR = {"ok": "#2ca02c", "overflow": "#d62728", "underflow": "#7f7f7f"}
 LEGEND = dict(orientation="h", y=-0.18, yanchor="top", x=0, xanchor="left")  # below: titles are long
@@ -25,13 +25,13 @@ def histogram_figure(edges, counts, overflow_at: float, underflow_at: float, z_m
         fig.add_vrect(x0=max(overflow_at, lo), x1=hi, fillcolor="#d62728", opacity=0.12, line_width=0)
     if underflow_at > lo:
         fig.add_vrect(x0=lo, x1=min(underflow_at, hi), fillcolor="#7f7f7f", opacity=0.15, line_width=0)
-    for x, text, colour, pos in ((overflow_at, L["overflow"], "#d62728", "top"),
-                                 (underflow_at, L["underflow"], "#555", "top"),
-                                 (z_max, L["max"], "#1f77b4", "bottom")):
+    for x, text, colour, bottom in ((underflow_at, L["underflow"], "#555", False),
+                                    (overflow_at, L["overflow"], "#d62728", False),
+                                    (z_max, L["max"], "#1f77b4", True)):
         if lo - 0.05 * (hi - lo) <= x <= hi + 0.05 * (hi - lo):    # label on the side with room (a phone's
-            side = "right" if x < (lo + hi) / 2 else "left"          # narrow chart cuts one that runs off)
-            fig.add_vline(x=x, line_color=colour, line_dash="dash", annotation_text=text,
-                          annotation_position=f"{pos} {side}")
+            anchor = "left" if x < (lo + hi) / 2 else "right"        # narrow chart cuts one that runs off);
+            x_vline(fig, x, text, bottom=bottom, xanchor=anchor,      # the two above the plot on rows of their own
+                    line_color=colour, line_dash="dash")
     fig.update_yaxes(title_text=L["y"])
     decade_axis(fig, "y", counts, fmt)
     fig.update_xaxes(title_text=L["x"])
@@ -83,8 +83,8 @@ def sweep_figure(sweep, windows: dict[str, tuple[float, float]], offset: float, 
             fig.add_scatter(x=xs, y=[row] * len(xs), mode="markers", name=label,
                             marker=dict(color=colour, size=9, symbol="diamond"),
                             hovertemplate="c = %{x:.2f}: " + label + "<extra></extra>")
-    fig.add_vline(x=offset, line_dash="dot", line_color="black", annotation_text=L["yours"],
-                  annotation_position="bottom right")
+    x_vline(fig, offset, L["yours"], xanchor="left" if offset <= (lo_x + hi_x) / 2 else "right",
+            line_dash="dot", line_color="black")          # above the plot: not on the stable row's markers
     fig.update_xaxes(title_text=L["x"])
     fig.update_yaxes(categoryorder="array", categoryarray=[row] + names[::-1], title_text=L["y"])
     fig.update_layout(title=L["title"], height=380, legend={**LEGEND, "y": -0.3}, margin=dict(t=60))   # under the axis title

@@ -1,0 +1,62 @@
+"""What every browser test shares, started once per test run (issue 31: a cold page is rendered
+once, not once per module): one fresh `streamlit run app.py` and one headless Chromium.
+
+Screenshots go to artifacts/screenshots/ (CI keeps them). A module that needs a server of its
+own (the live class, with its own database) defines its own `server` fixture, which overrides
+this one for that module only."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bench.browser import CHROMIUM, FLAGS, settle, wait_for_charts
+from bench.classroom import free_port, start_server, stop_server
+from tests.conftest import ROOT
+
+SHOTS = ROOT / "artifacts" / "screenshots"
+SETTLE_S = 900          # generous: a cold page runs the model, and CI machines may be busy
+
+
+@pytest.fixture(scope="session")
+def server():
+    """A freshly started `streamlit run app.py` (the model is prepared but not yet loaded), on
+    $LAB_TEST_PORT when set (a shared machine's own port range), else on a free port. Shared by
+    every browser module, so each page's cold results are computed once per run."""
+    from lib.model import bundled_model
+
+    bundled_model.prepare()
+    proc, url = start_server(int(os.environ.get("LAB_TEST_PORT") or free_port()))
+    yield url
+    stop_server(proc)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's chromium with the project's flags (bench.browser.FLAGS), for the whole run."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield b
+        b.close()
+
+
+def visit(browser, url: str, shot: str, charts: int = 0, width: int = 1400, height: int = 4000):
+    """Open `url` in a new tab of `width` x `height`, wait until the script is done and at least
+    `charts` charts are drawn, save a full-page screenshot as artifacts/screenshots/<shot>.png;
+    returns the open page (the caller closes it). Raises TimeoutError if the script never ends."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        page.goto(url, wait_until="domcontentloaded")
+        settle(page, SETTLE_S)
+    except Exception:
+        page.close()
+        raise
+    wait_for_charts(page, charts, 180)
+    page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
+    return page
