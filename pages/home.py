@@ -4,10 +4,10 @@ import streamlit as st
 from lib.ui import runtime
 from lib.concepts.catalog import CONCEPTS, HOME_COLUMNS, PAGES_DIR
 from lib.concepts.lessons.catalog import LESSONS
-from lib.ui.glossary import page_title
 from lib.model.facts import model_facts
 from lib.ui.boot import leave_pages_folder_mode
 from lib.ui.i18n import texts
+from lib.ui.lessons import step_title
 
 leave_pages_folder_mode(page=True)
 t, c, c_lessons = texts("home"), texts("common"), texts("lessons")
@@ -21,7 +21,8 @@ for col, lesson in zip(st.columns(len(LESSONS)), LESSONS):
     with col.container(border=True):
         st.markdown(f"**{lesson.icon} {c_lessons(f'lesson_{lesson.id}_title')}**")
         st.caption(f"⏱️ {c_lessons('minutes_fmt', m=lesson.minutes)} · {c_lessons('steps_fmt', n=len(lesson.steps))}")
-        st.markdown("\n".join(f"{n}. {page_title(s.slug)}" for n, s in enumerate(lesson.steps, 1)))
+        # each step by its own title: two steps on one page (English, then Indonesian) read apart
+        st.markdown("\n".join(f"{n}. {step_title(c_lessons, lesson, n)}" for n in range(1, len(lesson.steps) + 1)))
         st.page_link(str(PAGES_DIR / "lessons.py"), label=c_lessons("start"), icon="▶️",
                      query_params={"lesson": lesson.id, "step": 1})
 c1, c2 = st.columns(2)

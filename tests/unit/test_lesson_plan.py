@@ -57,6 +57,16 @@ def test_the_indonesian_prompt_is_a_step_of_its_own_in_each_long_lesson():
     assert not any(hasattr(s, "id_params") for x in LESSONS for s in x.steps)
 
 
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_no_two_steps_of_a_lesson_share_a_title(lang):
+    """The home page's lesson cards list the steps by their titles (issue 33: the serving
+    lesson listed "Life of a token" twice, its English and its Indonesian step)."""
+    t = Texts("lessons", lang)
+    for lesson in LESSONS:
+        titles = [ui.step_title(t, lesson, n) for n in range(1, len(lesson.steps) + 1)]
+        assert len(set(titles)) == len(titles), (lesson.id, titles)
+
+
 # ---- the PDF worksheet --------------------------------------------------------------------
 @pytest.mark.parametrize("lang", ["en", "id"])
 @pytest.mark.parametrize("lid", ["decoding", "class90"])
