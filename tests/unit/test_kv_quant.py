@@ -166,6 +166,9 @@ def test_grid_cells_are_short_language_formatted_and_hover_in_full():
             back = float(s.replace(".", "").replace(",", ".") if lang == "id" else s.replace(",", ""))
             assert back == pytest.approx(v, rel=0.06, abs=1e-12), (v, s)
         assert cell_text(0.18072, fmt) == ("0.18" if lang == "en" else "0,18")
+        # two significant digits in every cell, trailing zeros kept (".2g" wrote 0.1 beside 0.18)
+        assert [cell_text(v, fmt) for v in (0.1, 1.0, 0.0012)] == (
+            ["0.10", "1.0", "0.0012"] if lang == "en" else ["0,10", "1,0", "0,0012"])
         z = np.array([[0.180720, 0.070146, 0.036788], [1.5, 2.25, 0.0009]])
         fig = grid_figure([8, 4], ["a", "b", "c"], [("m", z, ",.5g")], "t", fmt)
         tr = fig.data[0]

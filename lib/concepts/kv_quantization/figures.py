@@ -1,6 +1,8 @@
 """Figures for the kv-quantization page (data in, Plotly figure out; no model calls)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -19,14 +21,15 @@ def channel_heatmap(kmax: np.ndarray, labels: dict) -> go.Figure:
 def cell_text(value: float, fmt=format) -> str:
     """A heatmap cell's number, short enough for a third of a phone-wide subplot (at most 6
     characters: "0.18", "0.0012", "3.4e-5", "1,234"), written by fmt(value, spec) (the page's
-    number format: "0,18" in Indonesian). The full value goes in the hover text."""
+    number format: "0,18" in Indonesian), two significant digits alike in every cell ("0.10",
+    "1.0"). The full value goes in the hover text."""
     a = abs(float(value))
     if a == 0 or not np.isfinite(a):
         return fmt(float(value), "g")
     if 100 <= a < 1e5:
         return fmt(float(value), ",.0f")
-    if 0.001 <= a < 100:
-        return fmt(float(value), ".2g")
+    if 0.001 <= a < 100:      # two significant digits, trailing zeros kept: 0.10 beside 0.18, not 0.1
+        return fmt(float(value), f".{max(0, 1 - math.floor(math.log10(a)))}f")
     mant, exp = f"{float(value):.1e}".split("e")
     return fmt(float(mant), ".1f") + "e" + str(int(exp))
 
