@@ -1,5 +1,8 @@
-"""What every browser test shares, started once per test run (issue 31: a cold page is rendered
-once, not once per module): one fresh `streamlit run app.py` and one headless Chromium.
+"""What every browser test shares (issue 31: a cold page is rendered once, not once per module):
+one fresh `streamlit run app.py` for the whole browser run, stopped as soon as the last browser
+test is done (so it neither computes nor holds memory beside the tests that follow), and a
+headless Chromium per module (Playwright's sync API keeps an event loop open while it runs, and
+the load tests' `asyncio.run` cannot start beside it).
 
 Screenshots go to artifacts/screenshots/ (CI keeps them). A module that needs a server of its
 own (the live class, with its own database) defines its own `server` fixture, which overrides
@@ -17,6 +20,7 @@ from tests.conftest import ROOT
 
 SHOTS = ROOT / "artifacts" / "screenshots"
 SETTLE_S = 900          # generous: a cold page runs the model, and CI machines may be busy
+_RUNNING = []           # the shared server's process while it runs
 
 
 @pytest.fixture(scope="session")
@@ -28,13 +32,22 @@ def server():
 
     bundled_model.prepare()
     proc, url = start_server(int(os.environ.get("LAB_TEST_PORT") or free_port()))
+    _RUNNING.append(proc)
     yield url
     stop_server(proc)
 
 
-@pytest.fixture(scope="session")
+def pytest_runtest_teardown(item, nextitem):
+    """After the last browser test (pytest calls this conftest's hook for browser tests only),
+    stop the shared server instead of at the end of the whole run."""
+    here = Path(__file__).parent
+    if _RUNNING and (nextitem is None or here not in Path(nextitem.path).parents):
+        stop_server(_RUNNING.pop())
+
+
+@pytest.fixture(scope="module")
 def browser():
-    """Debian's chromium with the project's flags (bench.browser.FLAGS), for the whole run."""
+    """Debian's chromium with the project's flags (bench.browser.FLAGS), for one module."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
