@@ -37,6 +37,9 @@ def _ends_and_middle(values: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(picked))
 
 
+MAX_GRID = 2000      # options of a select_slider at most (each is sent to the browser)
+
+
 def slider_digits(step, fmt=None) -> int:
     """The decimals a float slider shows, the same in every language (issue 33: 1.00 in English
     beside 1,0 in Indonesian): a printf `fmt`'s precision ("%.2f" -> 2), else the step's
@@ -121,7 +124,9 @@ class UrlState:
         # Streamlit's slider prints with a printf format: no thousands separator, a decimal point
         # in every language. A whole number of 4+ digits (4,096 / 4.096) or a decimal under a
         # decimal-comma language is a select_slider over the same grid, written by `t.num`.
-        grouped = is_int and max(abs(lo), abs(hi)) >= 1000
+        # A select_slider sends every option to the browser: past MAX_GRID steps (a step-1 range
+        # of thousands) the plain slider stays, ungrouped.
+        grouped = is_int and max(abs(lo), abs(hi)) >= 1000 and (hi - lo) // (step or 1) < MAX_GRID
         comma = not is_int and lang != "en"
         kind = "grouped" if grouped else "comma" if comma else "plain"
         self._keep_value_across_widget_kinds(key, kind)

@@ -11,9 +11,11 @@ from lib.ui.state import slider_digits
 
 
 # name: (lo, hi, default, step) as the pages give them (attention-sinks N, beam-search T,
-# logit-bias b, stable-softmax's shift, a float with Streamlit's default step, an int).
+# logit-bias b, stable-softmax's shift, a float with Streamlit's default step, an int, a
+# step-1 range of 100,000 values).
 SLIDERS = {"N": (128, 4096, 4096, 64), "T": (0.1, 2.0, 1.0, 0.1), "b": (-10.0, 10.0, -3.0, 0.5),
-           "c": (-150.0, 150.0, 0.0, 1.0), "p": (0.05, 1.0, 0.9, None), "k": (1, 200, 40, None)}
+           "c": (-150.0, 150.0, 0.0, 1.0), "p": (0.05, 1.0, 0.9, None), "k": (1, 200, 40, None),
+           "w": (1, 100_000, 5_000, None)}
 
 
 def _script():
@@ -66,3 +68,14 @@ def test_a_grouped_slider_keeps_its_values_and_snaps_a_url_value():
     at.run()
     w = at.select_slider(key="demo.N")
     assert w.value == 1024 and w.options[0] == "128" and len(w.options) == (4096 - 128) // 64 + 1
+
+
+def test_a_step_one_range_of_thousands_stays_a_plain_slider():
+    """A select_slider sends every option to the browser: 100,000 of them would be a 1 MB page
+    per rerun. Past MAX_GRID steps the number stays Streamlit's own slider (ungrouped)."""
+    from lib.ui.state import MAX_GRID
+
+    at = _run("id")
+    assert not at.exception
+    assert "demo.w" in [w.key for w in at.slider] and 100_000 > MAX_GRID
+    assert all(len(w.options) <= MAX_GRID + 1 for w in at.select_slider)
