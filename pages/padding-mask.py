@@ -6,7 +6,7 @@ from lib.concepts.padding_mask import padding
 from lib.concepts.padding_mask import checks
 from lib.concepts.padding_mask import figures as plots
 from lib.model.tokens import EmptyPrompt, encode_prompt, token_text
-from lib.ui.i18n import significant_spec
+from lib.concepts.plot_marks import significant_spec
 from lib.ui.page import ConceptPage
 
 DEFAULT_PROMPTS = ("The capital of France is\n"

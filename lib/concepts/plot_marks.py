@@ -6,7 +6,8 @@ the axis's own units, which on a log axis are log10 units: the label of a line a
 10^2 = 100, and one at 4,096 falls off the chart. These draw the line the usual way and put
 the label at log10(value).
 
-`decade_axis` makes an axis log-scale with ticks only at powers of ten (or, over less than two
+`significant_spec` writes a column of numbers (a table, heatmap cells) with the same number of
+significant digits in every row. `decade_axis` makes an axis log-scale with ticks only at powers of ten (or, over less than two
 decades, at a few round values written in full), never Plotly's minor labels ("2 3 4", "5") or
 SI suffixes ("100µ"). `wrap_title` breaks a long title onto lines (Plotly never wraps one)."""
 from __future__ import annotations
@@ -18,6 +19,19 @@ import plotly.graph_objects as go
 
 
 VLINE_LABEL, LABEL_STEP_PX = "log_x_vline", 13
+
+
+def significant_spec(value, digits: int = 2) -> str:
+    """A format spec that writes `value` with `digits` significant digits and keeps its trailing
+    zeros, so a column of small values reads alike (issue 33: ".2g" wrote 0.0001 beside
+    0.00014): 0.0001 -> 0.00010, 0.00014 -> 0.00014, 35.2 -> 35, 1234.5 -> 1,234; below 1e-4 -> 1.0e-05; 0 -> 0."""
+    if not math.isfinite(value):
+        return ""
+    if value == 0:
+        return ".0f"
+    if abs(value) < 1e-4:
+        return f".{digits - 1}e"
+    return f",.{max(0, digits - 1 - math.floor(math.log10(abs(value))))}f"
 
 
 def log_x_vline(fig: go.Figure, x: float, text: str, bottom: bool = False, **line) -> None:

@@ -5,7 +5,6 @@ The language comes from the `lang` URL parameter (en | id) when a link is opened
 sidebar choice; it is kept in the session so page switches keep it (see `current_lang`)."""
 from __future__ import annotations
 
-import math
 import numbers
 import string
 import tomllib
@@ -13,6 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import streamlit as st
+
 
 LANGS = ("en", "id")
 TEXT_DIR = Path(__file__).resolve().parents[2] / "assets" / "text"
@@ -72,19 +72,6 @@ def format_number(value, spec: str = "", lang: str = "en") -> str:
     if SEPARATORS.get(lang, ".,") != ".,":
         text = text.translate(str.maketrans({",": ".", ".": ","}))
     return text
-
-
-def significant_spec(value, digits: int = 2) -> str:
-    """A format spec that writes `value` with `digits` significant digits and keeps its trailing
-    zeros, so a column of small values reads alike (issue 33: ".2g" wrote 0.0001 beside
-    0.00014): 0.0001 -> 0.00010, 0.00014 -> 0.00014, 35.2 -> 35, 1234.5 -> 1,234; below 1e-4 -> 1.0e-05; 0 -> 0."""
-    if not math.isfinite(value):
-        return ""
-    if value == 0:
-        return ".0f"
-    if abs(value) < 1e-4:
-        return f".{digits - 1}e"
-    return f",.{max(0, digits - 1 - math.floor(math.log10(abs(value))))}f"
 
 
 class _LocalFormatter(string.Formatter):

@@ -42,7 +42,8 @@ def test_token_chip_hover_texts_are_scanned():
 def test_a_column_of_small_values_keeps_the_same_significant_digits():
     """Issue 33: padding-mask's table wrote 0.0001 beside 0,00014 (".2g" drops trailing zeros).
     `significant_spec` keeps two significant digits, written in the language's separators."""
-    from lib.ui.i18n import format_number, significant_spec
+    from lib.concepts.plot_marks import significant_spec
+    from lib.ui.i18n import format_number
 
     def shown(v, lang="id"):
         return format_number(v, significant_spec(v), lang)

@@ -1,11 +1,12 @@
 """Figures for the kv-quantization page (data in, Plotly figure out; no model calls)."""
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from lib.concepts.plot_marks import significant_spec
 
 CELL_FONT = 15       # heatmap cell text (px): readable on a projector
 
@@ -29,7 +30,7 @@ def cell_text(value: float, fmt=format) -> str:
     if 100 <= a < 1e5:
         return fmt(float(value), ",.0f")
     if 0.001 <= a < 100:      # two significant digits, trailing zeros kept: 0.10 beside 0.18, not 0.1
-        return fmt(float(value), f".{max(0, 1 - math.floor(math.log10(a)))}f")
+        return fmt(float(value), significant_spec(a))
     mant, exp = f"{float(value):.1e}".split("e")
     return fmt(float(mant), ".1f") + "e" + str(int(exp))
 
