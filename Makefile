@@ -78,7 +78,7 @@ test-walk: model
 	$(PY) -m pytest -m walk tests/model/test_every_value.py
 
 test-fast: setup
-	$(PY) -m pytest -m "not real_model and not browser and not postgres"
+	$(PY) -m pytest -m "not real_model and not browser and not postgres and not slow"
 
 bench: model
 	$(PY) -m bench

@@ -13,6 +13,8 @@ from lib.concepts.chunked_prefill.chunked_prefill import StepCosts
 from lib.model.from_transformers import engine_from_hf
 from tests.conftest import tiny_gemma3
 
+pytestmark = pytest.mark.slow  # two full schedules run once per module, then every mutation reruns the checks
+
 COSTS = StepCosts((16, 64, 256), (0.02, 0.06, 0.22), (1, 4, 8), (0.01, 0.013, 0.017), 64)
 N, L, CHUNK = 4, 96, 16
 

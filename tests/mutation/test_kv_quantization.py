@@ -13,6 +13,8 @@ from lib.model.from_transformers import engine_from_hf
 from lib.reference import quant_reference as qref
 from tests.conftest import tiny_gemma3
 
+pytestmark = pytest.mark.slow  # every mutation reruns the page's 12-policy grid (a tiny model, one thread)
+
 GRANS = ("tensor", "token", "channel", "group")
 NAMES = {g: g for g in GRANS}
 GROUP, N_EVAL = 8, 8

@@ -17,6 +17,8 @@ from lib.decoding import batching
 from lib.reference import batch_reference
 from tests.conftest import tiny_gemma3
 
+pytestmark = pytest.mark.slow  # every mutation reruns the four-request paged schedule and the batched reference
+
 BS, BLOCKS = 4, 18
 
 

@@ -49,6 +49,7 @@ CASES = [  # prompt, end tokens, num_beams, alpha, early_stopping
 ]
 
 
+@pytest.mark.slow  # transformers generate() for every case
 def test_best_sequence_and_score_equal_transformers_generate(tiny):
     hf, eng = tiny
     lengths = set()
@@ -63,6 +64,7 @@ def test_best_sequence_and_score_equal_transformers_generate(tiny):
     assert len(lengths) >= 3, lengths  # the cases really exercise different winner lengths
 
 
+@pytest.mark.slow  # transformers' own beam search step by step, four cases
 def test_transformers_algorithm_on_our_engine_is_bit_identical(tiny):
     _, eng = tiny
     for prompt, eos, nb, alpha, es in CASES[:4]:
@@ -72,6 +74,7 @@ def test_transformers_algorithm_on_our_engine_is_bit_identical(tiny):
             (rec.hypotheses[s.best].tokens, s.score)
 
 
+@pytest.mark.slow  # one search per alpha (six) besides the recorded one
 def test_one_run_to_max_answers_every_alpha_exactly(tiny):
     """select() on one recorded search equals a fresh search with that alpha's stopping rule."""
     _, eng = tiny

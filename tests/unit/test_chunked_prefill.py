@@ -154,6 +154,7 @@ def _spin(seconds):
         pass
 
 
+@pytest.mark.slow  # keeps both cores busy with other processes for seconds, on purpose
 def test_others_share_sees_other_programs_on_every_core():
     """The load a timing ran under is measured during it: busy programs on every core give a
     share near 1, this process's own work does not count."""

@@ -85,6 +85,7 @@ def test_packed_codes_round_trip_and_really_take_b_bits():
     assert ((p.dequant() - x).abs() <= p.step() / 2 * 1.0001).all()
 
 
+@pytest.mark.slow  # 40 single-token forwards, each through two caches
 def test_ring_cache_gives_the_same_logits_as_the_full_cache(eng):
     """Window 8: decode 40 tokens one at a time with a ring of 8 slots on local layers."""
     x = ids(40, 5)

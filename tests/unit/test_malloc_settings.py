@@ -37,6 +37,7 @@ def _left_behind_mb(mode: str) -> float:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists() or sys.platform != "linux", reason="glibc on Linux")
+@pytest.mark.slow  # starts two Python processes (glibc's default, tamed) that import torch and free 8 MB blocks
 def test_freed_large_blocks_go_back_to_the_os():
     default, tamed = _left_behind_mb("default"), _left_behind_mb("tamed")
     assert tamed < 2, f"{tamed:.1f} MB still resident after freeing every 8 MB block"

@@ -32,6 +32,7 @@ def test_unavailable_device_is_a_clear_error():
         model_loader.load("bundled", "tpu")
 
 
+@pytest.mark.slow  # writes a model folder and loads it twice (ours, transformers)
 def test_a_local_llama_folder_loads_and_matches_transformers(tmp_path, real_folder):
     hf = tiny_llama("llama")
     hf.save_pretrained(tmp_path)

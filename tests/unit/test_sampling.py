@@ -184,6 +184,7 @@ def test_nan_anywhere_is_found_and_anything_finite_counts_as_left():
     assert s._any_finite(torch.tensor([float("-inf"), -3.0]))
 
 
+@pytest.mark.slow  # 300 seeded draws from two 262,144-token distributions
 def test_a_draw_does_not_move_with_float_rounding_of_the_probabilities():
     """The same prompt's logits differ by ~1e-5 alone and batched with a class; a seeded draw
     must not care. A long-tailed distribution over 262,144 tokens (five likely tokens, more

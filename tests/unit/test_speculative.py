@@ -196,6 +196,7 @@ def test_rollback_leaves_target_cache_equal_to_fresh_prefill(tiny):
     torch.testing.assert_close(dec.draft.cache.keys(1), ref.keys(1), atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow  # 300 seeded speculative runs for a chi-square test
 def test_sampled_speculative_first_token_follows_p(tiny):
     """The first output token of many seeded runs is distributed as p (exact rule, weak draft)."""
     cfg = SamplingConfig(1.5)
