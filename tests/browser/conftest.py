@@ -31,7 +31,10 @@ def server():
     from lib.model import bundled_model
 
     bundled_model.prepare()
-    proc, url = start_server(int(os.environ.get("LAB_TEST_PORT") or free_port()))
+    # No background pre-computation: every page's default state is on disk already (the app
+    # tests computed it into the same results folder), and recomputing it beside the visits only
+    # slows them (46 states in ~115 s of one core); tests/load/test_serve.py tests it.
+    proc, url = start_server(int(os.environ.get("LAB_TEST_PORT") or free_port()), {"LLM_LAB_PREWARM": "0"})
     _RUNNING.append(proc)
     yield url
     stop_server(proc)
