@@ -1,15 +1,16 @@
-"""Figures a projector can read: labelled reference lines and decade ticks on log axes, and
-titles that wrap instead of running off the page.
+"""Figures a projector can read: labelled reference lines and decade ticks on log axes, titles
+that wrap instead of running off the page, and columns of numbers that read alike.
 
 Plotly's `add_vline` / `add_hline(annotation_text=...)` place the label at the line's value in
 the axis's own units, which on a log axis are log10 units: the label of a line at 2 lands at
 10^2 = 100, and one at 4,096 falls off the chart. These draw the line the usual way and put
 the label at log10(value).
 
-`significant_spec` writes a column of numbers (a table, heatmap cells) with the same number of
-significant digits in every row. `decade_axis` makes an axis log-scale with ticks only at powers of ten (or, over less than two
+`decade_axis` makes an axis log-scale with ticks only at powers of ten (or, over less than two
 decades, at a few round values written in full), never Plotly's minor labels ("2 3 4", "5") or
-SI suffixes ("100µ"). `wrap_title` breaks a long title onto lines (Plotly never wraps one)."""
+SI suffixes ("100µ"). `significant_spec` writes a column of numbers (a table, heatmap cells)
+with the same number of significant digits in every row. `wrap_title` breaks a long title onto
+lines (Plotly never wraps one)."""
 from __future__ import annotations
 
 import math

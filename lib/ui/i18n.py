@@ -13,7 +13,6 @@ from pathlib import Path
 
 import streamlit as st
 
-
 LANGS = ("en", "id")
 TEXT_DIR = Path(__file__).resolve().parents[2] / "assets" / "text"
 

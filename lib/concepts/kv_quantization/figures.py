@@ -1,7 +1,6 @@
 """Figures for the kv-quantization page (data in, Plotly figure out; no model calls)."""
 from __future__ import annotations
 
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
