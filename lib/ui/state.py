@@ -37,7 +37,7 @@ def _ends_and_middle(values: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(picked))
 
 
-MAX_GRID = 2000      # options of a select_slider at most (each is sent to the browser)
+MAX_GRID = 5000      # options of a select_slider at most (each is sent to the browser; sliding-window t has 4,081)
 
 
 def slider_digits(step, fmt=None) -> int:

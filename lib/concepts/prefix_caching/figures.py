@@ -19,16 +19,22 @@ def block_font(n_blocks: int, texts) -> int:
     return int(max(BLOCK_FONT[0], min(BLOCK_FONT[1], fits)))
 
 
+def short_hash(h: str) -> str:
+    """A block's hash as its label shows it: 0x and the first four hex digits ("0x1162"), as wide
+    as six digits and never read as a quantity (a hash of digits only would look like 116,249)."""
+    return f"0x{h[:4]}"
+
+
 def hash_chain(rows_cached: list[str], rows: list, labels: dict[str, str]) -> go.Figure:
     """Two rows of blocks: the cached prompt's chained hashes, and the new prompt's blocks
     coloured hit / miss / partial (never cached), each labelled with its hash, in a font that
     fits the block (`block_font`: the words are longer in Indonesian)."""
     fig = go.Figure()
-    blocks = [(i, 1, CACHED, f"#{i}<br>{h[:6]}") for i, h in enumerate(rows_cached)]
+    blocks = [(i, 1, CACHED, f"#{i}<br>{short_hash(h)}") for i, h in enumerate(rows_cached)]
     for r in rows:
         color = HIT if r.hit else PARTIAL if not r.hash_new else MISS
         word = labels["hit"] if r.hit else labels["partial"] if not r.hash_new else labels["miss"]
-        blocks.append((r.index, 0, color, f"#{r.index}<br>{r.hash_new[:6] or '—'}<br>{word}"))
+        blocks.append((r.index, 0, color, f"#{r.index}<br>{short_hash(r.hash_new) if r.hash_new else '—'}<br>{word}"))
     size = block_font(max(len(rows_cached), len(rows), 1), [b[3] for b in blocks])
     for x, y, color, text in blocks:
         _block(fig, x, y, color, text, size)
