@@ -174,6 +174,15 @@ class Engine:
         cap = self.spec.final_softcap
         return self.lm_head.argmax(x, transform=(lambda y: soft_cap(y, cap)) if cap else None)
 
+    @on_all_cores
+    def head_nll(self, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Each row's negative log-likelihood of its target token: x (N, D) final hidden
+        states, targets (N,) -> (N,) -ln softmax(head(x))[target] in nats, without holding the
+        (N, V) logits (the LM head one vocabulary chunk at a time, a running logsumexp)."""
+        cap = self.spec.final_softcap
+        return self.lm_head.nll(x, targets.to(self.lm_head.device, torch.long),
+                                transform=(lambda y: soft_cap(y, cap)) if cap else None)
+
     # ---- internals -----------------------------------------------------------------------
     @staticmethod
     def _hook(hooks: Hooks, name: str, layer: int, x: torch.Tensor) -> torch.Tensor:

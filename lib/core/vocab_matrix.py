@@ -45,6 +45,28 @@ def running_argmax(chunks, n_rows: int, transform=None) -> torch.Tensor:
     return ids
 
 
+def running_nll(chunks, targets: torch.Tensor, transform=None) -> torch.Tensor:
+    """-ln softmax(logits)[target] per row, one chunk of logits at a time: `chunks` yields
+    (first token id, logits (N, c)) and targets is (N,) token ids. A running logsumexp (the
+    largest logit so far and the sum of exp(logit - it), rescaled when a larger one comes) and
+    each row's target logit, picked from the chunk that holds it: the (N, V) logits never exist
+    at once, so many rows share one pass over the matrix. Equals
+    logsumexp(logits) - logits[target] to float32 rounding (the sums are kept in float64)."""
+    n, dev = targets.shape[0], targets.device
+    top = torch.full((n,), float("-inf"), device=dev)                         # (N,) largest so far
+    total = torch.zeros(n, dtype=torch.float64, device=dev)                   # (N,) sum exp(y - top)
+    picked = torch.zeros(n, device=dev)                                       # (N,) the target's logit
+    for start, y in chunks:
+        y = transform(y) if transform is not None else y                     # (N, c)
+        new_top = torch.maximum(top, y.max(-1).values)
+        total = total * torch.exp(top - new_top).double() + torch.exp(y - new_top[:, None]).sum(-1).double()
+        top = new_top
+        here = (targets >= start) & (targets < start + y.shape[1])
+        if here.any():
+            picked[here] = y[here, targets[here] - start]
+    return (top.double() + torch.log(total)).float() - picked
+
+
 class VocabMatrix:
     """E^T (D, V) kept as `blocks` (nb, D, V / nb); column t lives in block t // (V / nb)."""
 
@@ -89,10 +111,18 @@ class VocabMatrix:
         """argmax over the vocabulary of transform(x @ E^T): x (..., D) -> ids (...), one
         column block at a time (never the (..., V) logits)."""
         rows = x.reshape(-1, self.hidden)                                  # (N, D)
+        return running_argmax(self._chunks(rows), rows.shape[0], transform).reshape(x.shape[:-1])
+
+    def nll(self, x: torch.Tensor, targets: torch.Tensor, transform=None) -> torch.Tensor:
+        """-ln softmax(transform(x @ E^T))[target]: x (N, D), targets (N,) -> (N,), one column
+        block at a time (running_nll; never the (N, V) logits)."""
+        return running_nll(self._chunks(x.reshape(-1, self.hidden)), targets.reshape(-1), transform)
+
+    def _chunks(self, rows: torch.Tensor):
+        """Yield (first token id, rows @ block (N, V / nb)) for each column block."""
         many = onednn_suits(rows)
-        chunks = ((i * self.block_width, ONEDNN_LINEAR(rows, block.t()) if many else rows @ block)
-                  for i, block in enumerate(self.blocks))
-        return running_argmax(chunks, rows.shape[0], transform).reshape(x.shape[:-1])
+        for i, block in enumerate(self.blocks):
+            yield i * self.block_width, ONEDNN_LINEAR(rows, block.t()) if many else rows @ block
 
     # tensor-like facts, for memory accounting
     @property
@@ -192,6 +222,12 @@ class Q8VocabMatrix:
         CHUNK of E expanded once for all rows (never the (..., V) logits)."""
         rows = x.reshape(-1, self.hidden).float()                             # (N, D)
         return running_argmax(self._chunks(rows), rows.shape[0], transform).reshape(x.shape[:-1])
+
+    def nll(self, x: torch.Tensor, targets: torch.Tensor, transform=None) -> torch.Tensor:
+        """-ln softmax(transform(x @ E^T))[target]: x (N, D), targets (N,) -> (N,), each CHUNK
+        of E expanded once for all rows (running_nll): a 128-token chunk of a streaming
+        evaluation pays one expansion of the matrix instead of four at 32 rows a call."""
+        return running_nll(self._chunks(x.reshape(-1, self.hidden).float()), targets.reshape(-1), transform)
 
     def _chunks(self, rows: torch.Tensor):
         """Yield (s, rows @ E[s:s+c]^T (N, c)) for s = 0, CHUNK, ..., V - c."""

@@ -112,3 +112,33 @@ def test_argmax_one_chunk_at_a_time_is_the_argmax_of_the_whole_logits(n_rows, mo
         full = m.logits(x)
         assert full[0, 4000] == full[0, 10] == full[0].max()
         assert m.argmax(x).tolist() == full.argmax(-1).tolist() == [10] * n_rows
+
+
+@pytest.mark.parametrize("n_rows", [1, 2, 70])
+def test_nll_one_chunk_at_a_time_is_logsumexp_minus_the_target_logit(n_rows, monkeypatch):
+    """Both matrices: -ln softmax(x @ E^T)[target] from the running logsumexp equals the one
+    computed on the whole (N, V) logits, with targets in the first, a middle and the last
+    (ragged) chunk, a soft cap applied first, and logits large enough that exp() of them
+    overflows float32 (the running maximum must be subtracted)."""
+    from lib.core.engine import soft_cap
+    from lib.core.vocab_matrix import Q8VocabMatrix
+
+    monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 1024)
+    V, D = 5000, 64
+    raw, e = _q8_of(V, D, seed=6)
+    q8 = Q8VocabMatrix.from_gguf_blocks(raw)
+    dense = VocabMatrix.from_dense(e.t().contiguous())        # 8 blocks of 625 columns
+    g = torch.Generator().manual_seed(7)
+    targets = torch.tensor([0, 1023, 1024, 2500, 4999, V - 1] * 12)[:n_rows]
+    for scale in (1.0, 400.0):                                 # 400: logits of thousands, exp overflows
+        x = scale * torch.randn(n_rows, D, generator=g)
+        for m in (q8, dense):
+            full = m.logits(x).double()                                        # (N, V)
+            want = torch.logsumexp(full, -1) - full.gather(-1, targets[:, None])[:, 0]
+            got = m.nll(x, targets)
+            assert got.shape == (n_rows,) and torch.isfinite(got).all()
+            assert torch.allclose(got.double(), want, rtol=1e-5, atol=1e-4 * scale)
+            cap = lambda y: soft_cap(y, 3.0)                                   # noqa: E731
+            capped = cap(full)
+            want = torch.logsumexp(capped, -1) - capped.gather(-1, targets[:, None])[:, 0]
+            assert torch.allclose(m.nll(x, targets, transform=cap).double(), want, rtol=1e-5, atol=1e-4)
