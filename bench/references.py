@@ -10,7 +10,11 @@ refs_kvq_added_s: what the references add to it: the PyTorch fake-quantization r
 refs_act_checks_s: activation-outliers' page_checks on its default activation (resid_out,
     layer 11, int8), which run PyTorch's per-tensor and per-channel fake quantization on
     float64 scales (everything else on that page is unchanged by the references).
-refs_batch_s: paged-attention's batching check (batched_vs_alone of its four default prompts, 16 tokens each at most).
+refs_batch_s: paged-attention's batching check as the page runs it: batched_vs_alone of its four
+    default prompts (16 tokens each at most), the alone side read from the paged run's contiguous
+    recompute (PagedRun.prompt_hidden; that run is the page's own work, computed once, untimed).
+refs_batch_own_s: the same check with four alone forwards of its own (how it ran before),
+    timed alternately with refs_batch_s (own, shared, own, shared, ...).
 refs_memkv_s: model-memory's real-cache check (engine_cache_bytes of the first 32 of its 128 prefill tokens).
 On a shared machine the absolute seconds are noisy; the difference of medians is the figure."""
 from __future__ import annotations
@@ -73,6 +77,7 @@ def measure(model) -> dict:
         act_checks.page_checks(acts, 8, 64, sq, clip_at, qz.clip(acts, clip_at), effect, 1.0, t)
         act_s.append(time.perf_counter() - t0)
     from lib.concepts.paged_attention import workload
+    from lib.decoding.paged_generation import run_requests
     from lib.model.long_text import long_text
     from lib.reference.batch_reference import batched_vs_alone
     from lib.reference.memory_reference import engine_cache_bytes
@@ -81,15 +86,22 @@ def measure(model) -> dict:
     reqs = workload.page_requests(encode_prompt(model.tokenizer, pa["default_prompt"], 96).ids,
                                   [encode_prompt(model.tokenizer, pa[k], 96).ids for k in ("req_b", "req_c", "req_d")], 12, 0)
     prompts = tuple(tuple(r.prompt_ids) for r in reqs)
+    run = run_requests(model.engine, reqs, 9, 16)                     # the page's default run
+    alone = tuple(run.prompt_hidden.get(r.rid) for r in reqs)
     mem_ids = tuple(model.tokenizer(long_text()[:4000])["input_ids"][:128])
-    batch_s, mem_s = [], []
+    batch_s, own_s, mem_s = [], [], []
     for _ in range(REPEATS):
         t0 = time.perf_counter()
         batched_vs_alone(model.engine, prompts)
+        own_s.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        batched_vs_alone(model.engine, prompts, alone)
         batch_s.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         engine_cache_bytes(model.engine, mem_ids)
         mem_s.append(time.perf_counter() - t0)
-    return {"refs_batch_s": statistics.median(batch_s), "refs_memkv_s": statistics.median(mem_s),
+    return {"refs_batch_s": statistics.median(batch_s), "refs_batch_own_s": statistics.median(own_s),
+            "refs_batch_runs_s": [round(x, 3) for x in batch_s], "refs_batch_own_runs_s": [round(x, 3) for x in own_s],
+            "refs_memkv_s": statistics.median(mem_s),
             "refs_kvq_page_s": page_s, "refs_kvq_added_s": statistics.median(added),
             "refs_kvq_policies": len(pols), "refs_act_checks_s": statistics.median(act_s), "refs_repeats": REPEATS}

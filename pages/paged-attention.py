@@ -35,7 +35,8 @@ others = [encode_prompt(m.tokenizer, t(k), 96).ids for k in ("req_b", "req_c", "
 requests = workload.page_requests(prompt.ids, others, n_new, seed)
 with st.spinner(t("running", n=n_new)):
     run = runtime.cached(paged_generation.run_requests)(m.engine, requests, n_blocks, bs)
-    batch = runtime.cached(batch_reference.batched_vs_alone)(m.engine, tuple(tuple(r.prompt_ids) for r in requests))
+    batch = runtime.cached(batch_reference.batched_vs_alone)(
+        m.engine, tuple(tuple(r.prompt_ids) for r in requests), tuple(run.prompt_hidden.get(r.rid) for r in requests))
 for rid in run.rejected:
     st.warning(t("rejected", rid=rid, blocks=n_blocks))
 if not run.snapshots:

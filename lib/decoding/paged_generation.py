@@ -58,6 +58,10 @@ class PagedRun:
     n_checked: int = 0                      # generated positions compared
     invariant_errors: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)   # requests larger than the whole pool
+    # rid -> (n_prompt, D): the final (normed) hidden states at the prompt's positions in the
+    # contiguous recompute below, i.e. each prompt through the engine alone (B = 1, a plain
+    # KVCache); lib.reference.batch_reference reads its "alone" side from them (no second forward)
+    prompt_hidden: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def _snapshot(step: int, events: list[tuple], bm: BlockManager) -> Snapshot:
@@ -177,13 +181,23 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
 
 
 def _compare_with_contiguous(engine, run: PagedRun, step_logits) -> None:
-    """One teacher-forced forward per sequence through the contiguous KVCache."""
+    """One teacher-forced forward per sequence through the contiguous KVCache; the first
+    sequence of each request also leaves its prompt's final hidden states in run.prompt_hidden
+    (the "final" hook sees them anyway: keeping them costs no computation)."""
     for s, toks in run.tokens.items():
         n = run.n_prompt[s]
         k = len(step_logits[s])
+        rid = s.split(".")[0]
         ids = torch.tensor([toks[:n + k - 1]], device=engine.device)
-        ref = engine.forward(ids, engine.new_cache(capacity=ids.shape[1]), logits=slice(n - 1, n - 1 + k))[0]
+        keep = {} if rid in run.prompt_hidden else {"final": lambda _l, x, rid=rid, n=n: _keep(run, rid, x[0, :n])}
+        ref = engine.forward(ids, engine.new_cache(capacity=ids.shape[1]), hooks=keep,
+                             logits=slice(n - 1, n - 1 + k))[0]
         ours = torch.stack(step_logits[s])                                                     # (k, V)
         run.max_abs_diff = max(run.max_abs_diff, float((ours - ref.float().cpu()).abs().max()))
         run.argmax_equal &= bool((ours.argmax(-1) == ref.argmax(-1).cpu()).all())
         run.n_checked += k
+
+
+def _keep(run: PagedRun, rid: str, hidden: torch.Tensor) -> None:
+    """The "final" hook's record (returns None: the forward goes on unchanged)."""
+    run.prompt_hidden[rid] = hidden.detach().cpu().clone()                                 # (n, D)

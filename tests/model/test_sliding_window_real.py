@@ -35,7 +35,7 @@ def test_evicted_keys_get_zero_attention_and_eviction_matches_mask(real_model, p
     e = real_model.engine
     ids = probe.fact_ids + probe.filler_ids[:40] + probe.question_ids
     z = policy_checks.evicted_attention(e, ids, cp.window(16))
-    assert z.pairs > 1000 and z.max_weight == 0.0 and z.row_sum_err < 1e-4
+    assert z.pairs > 1000 and z.max_weight == 0.0 and z.inside_zero == 0 and z.row_sum_err < 1e-4
     par = policy_checks.eviction_matches_mask(e, ids[:20], cp.window(6, "local"))
     assert par.rel_diff < 1e-5
     assert par.measured_bytes == par.formula_bytes

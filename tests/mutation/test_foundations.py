@@ -2,8 +2,11 @@
 the Q8_0 vocabulary, RoPE, the spec, the dense KV cache or the batching scheduler must turn a
 live check red — the model-check panel's (lib/concepts/model_check/checks.py: the engine's
 layers against transformers' `Gemma3DecoderLayer`, the vocabulary against `gguf`, the spec
-against the config; shown on every page through its link) or, for the spec, also the config
-line that attention-scaling, gqa, rope-shift and sliding-window show (`page.spec_checks`).
+against the config; shown on every page through its link), for the spec also the config
+line that attention-scaling, gqa, rope-shift and sliding-window show (`page.spec_checks`), and
+for batching paged-attention's batching line. The sampler and the speculative step are planted
+in tests/mutation/test_temperature.py, test_top_k_top_p.py (also vocab_max.top_k) and
+test_speculative_acceptance.py.
 
 Real model: these bugs only show on real weights. Fast: the check functions only (no page
 render), a 13-token prompt, the layers each bug reaches (the recording forward stops after the
@@ -130,19 +133,19 @@ def test_dense_cache_stores_positions_one_early(m, monkeypatch):
 
 # ---- lib/decoding/batching.py ---------------------------------------------------------------
 def test_batched_rows_read_at_the_padded_end(m, monkeypatch):
-    """Batching runs only when several sessions decode at once, so no page panel sees it: the
-    reference is each request's logits from the engine's own forward alone (a consistency check
-    of the scheduler against the engine, which the model check above proves against transformers)."""
+    """The panel that turns red: paged-attention's batching line (checks.batch_check over
+    batch_reference.batched_vs_alone: the prompts batched against each prompt alone through the
+    engine, which the model check above proves against transformers; a consistency check)."""
+    from lib.concepts.paged_attention import checks as pa_checks
+    from lib.reference.batch_reference import batched_vs_alone
+
     def bad(engine, requests):
         T = max(r[0].shape[1] for r in requests)
         fixed = [(torch.nn.functional.pad(r[0], (0, T - r[0].shape[1])), r[1]) for r in requests]
         return real(engine, fixed)                  # the short prompt's row read at the padded end
     real = batching.batched_forward
-    e, short, long = m.engine, ids_of(m)[None, :5], ids_of(m)[None]
-
-    def mismatch(fn):
-        got = fn(e, [(short, e.new_cache()), (long, e.new_cache())])
-        alone = [batching.alone_forward(e, x, e.new_cache()) for x in (short, long)]
-        return max(float((g - a).abs().max()) for g, a in zip(got, alone))
-    assert mismatch(real) < 1e-3
-    assert mismatch(bad) > 1.0
+    ids = tuple(ids_of(m).tolist())
+    prompts = (ids[:5], ids)
+    assert pa_checks.batch_check(batched_vs_alone(m.engine, prompts), key).passed
+    monkeypatch.setattr(batching, "batched_forward", bad)
+    assert not pa_checks.batch_check(batched_vs_alone(m.engine, prompts), key).passed

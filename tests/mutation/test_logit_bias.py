@@ -69,3 +69,18 @@ def test_bias_scales_the_logit_instead_of_adding(setup, monkeypatch):
         return out
     monkeypatch.setattr(sampling, "apply_bias", apply_bias)
     assert {"check_odds", "check_hf", "check_chain"} & failed(setup)
+
+
+def test_ban_built_by_multiplying_a_mask(setup, monkeypatch):
+    """apply_bias adds b * one_hot(token) (a bias vector built by multiplying): fine for a finite
+    b, but b = -inf times the 0 of every other token is NaN. The default (b = -3, no ban) still
+    shows it: its panel also bans the token on the same logits (issue 32 item 4)."""
+    import torch
+
+    def apply_bias(logits, bias):
+        out = logits.clone()
+        for tok, b in bias:
+            out = out + b * torch.nn.functional.one_hot(torch.tensor(tok), out.shape[-1]).to(out.dtype)
+        return out
+    monkeypatch.setattr(sampling, "apply_bias", apply_bias)
+    assert "check_odds_ban" in failed(setup)               # b = -3: the page's default state

@@ -33,6 +33,19 @@ def test_all_green_without_a_bug(setup):
     assert failed(setup) == []
 
 
+def test_no_cross_on_a_deliberately_loaded_machine(setup):
+    """Issue 32 item 5: timed while busy programs occupy every core, the timing check either
+    holds or says 'not judged' (None); no check shows ❌."""
+    from tests.mutation.busy_cores import busy_cores
+
+    engine, prompts, pad_id, _ = setup
+    with busy_cores() as load:
+        tm = P.measure_times(engine, prompts, pad_id, (0, 64), repeats=3)
+    assert load["others"] > 0.5                                  # the load was there
+    res = checks.page_checks(P.compare_variants(engine, prompts, pad_id), tm, tuple(len(p) for p in prompts), key)
+    assert [r.name for r in res if r.passed is False] == []
+
+
 def test_padding_left_unmasked(setup, monkeypatch):
     """pad_batch forgets to mark padding: padding slots get their column as position."""
     real = P.pad_batch

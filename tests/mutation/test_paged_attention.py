@@ -46,7 +46,8 @@ def requests():
 
 def results(real_model, requests):
     run = run_requests(real_model.engine, requests, BLOCKS, BS)
-    batch = batch_reference.batched_vs_alone(real_model.engine, tuple(tuple(r.prompt_ids) for r in requests))
+    batch = batch_reference.batched_vs_alone(real_model.engine, tuple(tuple(r.prompt_ids) for r in requests),
+                                             tuple(run.prompt_hidden.get(r.rid) for r in requests))   # as the page
     return {r.name for r in checks.page_checks(run, requests, len(requests[0].prompt_ids), key, batch)
             if not r.passed}, run
 
@@ -115,6 +116,7 @@ def test_batched_rows_read_at_the_padded_end(real_model, requests, monkeypatch):
         T = max(r[0].shape[1] for r in reqs)
         return real(engine, [(torch.nn.functional.pad(r[0], (0, T - r[0].shape[1])), r[1]) for r in reqs])
     monkeypatch.setattr(batching, "batched_forward", bad)
+    assert "check_batched" in results(real_model, requests)[0]      # the page's path: alone rows from the run
     batch = batch_reference.batched_vs_alone(real_model.engine, tuple(tuple(r.prompt_ids) for r in requests))
-    assert not checks.batch_check(batch, key).passed
+    assert not checks.batch_check(batch, key).passed                # and with four alone forwards of its own
 

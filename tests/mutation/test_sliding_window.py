@@ -69,3 +69,17 @@ def test_bytes_formula_counts_keys_only(setup, monkeypatch):
     monkeypatch.setattr(cp, "kv_bytes", lambda policy, spec, n, b=4: sum(cp.entries_per_layer(policy, spec, n))
                         * spec.n_kv_heads * spec.head_dim * b)
     assert "check_bytes" in failed(setup)
+
+
+def test_policy_window_one_key_too_small(setup, monkeypatch):
+    """lib.core.cache.policy.kept keeps t - W + 2..t (W - 1 keys): the attention hook, the
+    evicting cache and the ring all follow the same rule, so only the check against the window
+    written in closed form (policy_checks.closed_form_visible) sees the key it loses."""
+    real = cp.kept
+
+    def short(policy, spec, layer, q_pos, k_pos):
+        w = cp.policy_window(policy, spec, layer)
+        keep = real(policy, spec, layer, q_pos, k_pos)
+        return keep if w is None else keep & ((k_pos[None, :] > q_pos[:, None] - w + 1) | (k_pos[None, :] < policy.sinks))
+    monkeypatch.setattr(cp, "kept", short)
+    assert "check_zero" in failed(setup)

@@ -208,3 +208,30 @@ def test_temperature_entropy_is_never_negative_zero():
 
     h = tm.entropy_bits(torch.tensor([1.0, 0.0, 0.0]))
     assert h == 0.0 and _m.copysign(1.0, h) == 1.0
+
+
+def test_logit_bias_panel_bans_the_token_even_without_a_ban_set(monkeypatch):
+    """Issue 32 item 4: at the default (a finite b, Ban not ticked) the panel still applies
+    b = -inf to the same logits, so a ban bug shows there: a bias vector built as b * one_hot
+    (-inf x 0 = NaN everywhere else) is exact for b = -3 and red only through this line."""
+    from lib.concepts.logit_bias import checks
+    from lib.decoding import sampling
+
+    logits = torch.randn(64, generator=torch.Generator().manual_seed(0)) * 3          # (V,)
+    entries = (lb.WordTokens("x", "x", (7,), ("x",)),)
+
+    def names():
+        inp = checks.check_inputs(logits, entries, -3.0, 0.5, 1.0, "first", 7, (1, 2, 3), (4, 5))
+        return {r.name: r.passed for r in checks.page_checks(inp, "x", lambda k, **_: k)}
+    assert names() == {"check_odds": True, "check_others": True, "check_order_t": True, "check_hf": True,
+                       "check_chain": True, "check_odds_ban": True}
+
+    def apply_bias(lg, bias):
+        out = lg.clone()
+        for tok, b in bias:
+            out = out + b * torch.nn.functional.one_hot(torch.tensor(tok), out.shape[-1]).to(out.dtype)
+        return out
+    monkeypatch.setattr(sampling, "apply_bias", apply_bias)
+    got = names()
+    assert got["check_odds_ban"] is False
+    assert all(v for k, v in got.items() if k != "check_odds_ban")      # only the ban line sees it

@@ -104,3 +104,26 @@ def test_batch_figure_cuts_cell_text_to_its_cell_and_keeps_it_whole_on_hover():
     hm = fig.data[0]
     assert [[str(c[1]) for c in row] for row in hm.customdata] == texts        # hover: the whole token
     assert all(len(s) <= max(1, int(PLOT_PX / 3 / CHAR_PX)) for row in hm.text for s in row)
+
+
+def test_the_timing_check_is_not_judged_on_a_busy_or_noisy_machine():
+    """Issue 32 item 5: a failed timing on a loaded machine (load average per core above
+    BUSY_LOAD) or with disagreeing repeats is shown as not judged (None), never ❌; a failure
+    measured quietly stays a failure, and a pass stands whatever the load."""
+    from lib.concepts.padding_mask import checks
+
+    eng = engine_from_hf(tiny_gemma3())
+    cmp = P.compare_variants(eng, PROMPTS, 0)
+    lens = tuple(len(p) for p in PROMPTS)
+    labels, tokens = ["padded:7", "padded:39", "one_by_one", "packed"], [28, 156, 17, 17]
+
+    def verdict(seconds, load, cpus=2, spread=0.0):
+        tm = P.Timings(labels, tokens, [1] * 4, seconds, [s * (1 - spread / 2) for s in seconds],
+                       [s * (1 + spread / 2) for s in seconds], 3, load, cpus)
+        return checks.page_checks(cmp, tm, lens, lambda k, **_: k)[-1]
+    flat = [1.0, 1.05, 1.0, 1.0]                         # time did not follow the padded shape
+    assert verdict(flat, load=0.8).passed is False       # quiet: a real failure
+    busy = verdict(flat, load=6.0)
+    assert busy.passed is None and busy.detail == "busy_detail" and busy.verdict == "not_judged"
+    assert verdict(flat, load=0.8, spread=0.8).passed is None
+    assert verdict([1.0, 3.0, 1.0, 1.0], load=6.0).passed is True

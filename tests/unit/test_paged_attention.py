@@ -58,3 +58,38 @@ def test_events_are_sentences_and_copies_expected_only_for_a_partial_block(eng):
     assert checks.expected_copies(10, 4) == 1 and checks.expected_copies(12, 4) == 0
     assert checks.expected_copies(10, 4, n_samples=3) == 2
     assert len(run.cow_copies) == checks.expected_copies(10, 4)
+
+
+def test_the_batching_check_reads_its_alone_side_from_the_runs_recompute(eng, monkeypatch):
+    """Issue 32 item 6: PagedRun.prompt_hidden (the contiguous recompute's final hidden states
+    at the prompt) stands for each cut prompt alone: the same comparison as four forwards of
+    its own, and still red for a scheduler that reads a short row at its padded end."""
+    from lib.decoding import batching
+    from lib.reference.batch_reference import batched_vs_alone
+
+    reqs = [Request("A", tuple(rand_ids(10, 1)), 3, 0, ((0.0, 0), (1.0, 1))), Request("B", tuple(rand_ids(23, 2)), 3),
+            Request("C", tuple(rand_ids(5, 3)), 3)]
+    run = run_requests(eng, reqs, num_blocks=40, block_size=4)
+    assert {k: v.shape for k, v in run.prompt_hidden.items()} == {r.rid: (len(r.prompt_ids), eng.spec.hidden)
+                                                                  for r in reqs}
+    prompts = tuple(r.prompt_ids for r in reqs)
+    shared = batched_vs_alone(eng, prompts, tuple(run.prompt_hidden[r.rid] for r in reqs))
+    own = batched_vs_alone(eng, prompts)
+    assert shared.lengths == own.lengths == (10, 16, 5)
+    assert shared.argmax_equal and own.argmax_equal
+    assert shared.max_abs_diff <= 1e-4 and abs(shared.max_abs_diff - own.max_abs_diff) <= 1e-4
+    # rows read at the padded end: the shared alone side sees it as the own one does
+    real = batching.batched_forward
+
+    def bad(engine, rs):
+        T = max(r[0].shape[1] for r in rs)
+        return real(engine, [(torch.nn.functional.pad(r[0], (0, T - r[0].shape[1])), r[1]) for r in rs])
+    with monkeypatch.context() as mp:
+        mp.setattr(batching, "batched_forward", bad)
+        broken = batched_vs_alone(eng, prompts, tuple(run.prompt_hidden[r.rid] for r in reqs))
+    assert broken.max_abs_diff > 1e-2
+    # an alone row that is not the prompt's own (A given B's alone run) is seen too
+    h = run.prompt_hidden
+    assert batched_vs_alone(eng, prompts, (h["B"], h["B"], h["C"])).max_abs_diff > 1e-2
+    with pytest.raises(ValueError):                    # an alone run shorter than the cut prompt
+        batched_vs_alone(eng, prompts, (h["C"], h["B"], h["C"]))

@@ -15,7 +15,7 @@ import torch
 
 from lib.concepts.check_result import CheckResult
 from lib.concepts.logit_bias import logit_bias as lb
-from lib.decoding.sampling import SamplingConfig
+from lib.decoding.sampling import EmptyDistribution, SamplingConfig
 from lib.reference import sampling_reference
 
 CHAIN_TOL = 1e-6     # max |Δp| between our pipeline and transformers' chained processors (float32)
@@ -38,6 +38,8 @@ class CheckInputs:
     n_generated: int
     banned: int                # banned ids / sequences
     hits: int                  # banned sequences completed by a generated token
+    odds_ban: lb.OddsReport | None = None   # b = -inf on the same logits when b is finite (item 4: the
+                                            # default b = -3 alone cannot show a bug in how a ban is applied)
 
 
 def check_inputs(logits: torch.Tensor, entries, b: float, temperature: float, top_p: float, mode: str,
@@ -54,7 +56,19 @@ def check_inputs(logits: torch.Tensor, entries, b: float, temperature: float, to
         lb.odds_report(logits, target, b, temperature, lb.BIAS_FIRST),
         lb.odds_report(logits, target, b, temperature, lb.TEMPERATURE_FIRST),
         lb.odds_tolerance(logits, b, temperature), len(single), len(entries), hf_single, hf_all, chain,
-        len(biased_ids), len(banned), lb.completed_sequences(prompt_ids, biased_ids, banned))
+        len(biased_ids), len(banned), lb.completed_sequences(prompt_ids, biased_ids, banned),
+        None if b == -math.inf else ban_probe(logits, target, temperature))
+
+
+def ban_probe(logits: torch.Tensor, target: int, temperature: float) -> lb.OddsReport:
+    """odds_report of b = -inf on `target`; a pipeline that empties the whole distribution
+    (every probability NaN or 0) reports NaN odds and p_after, which the check reads as failed."""
+    try:
+        return lb.odds_report(logits, target, -math.inf, temperature, lb.BIAS_FIRST)
+    except EmptyDistribution:
+        nan = float("nan")
+        p0 = float(torch.softmax(logits.double() / temperature, -1)[target])
+        return lb.OddsReport(int(target), -math.inf, 0.0, nan, nan, nan, p0, nan, 0)
 
 
 def page_checks(inp: CheckInputs, target_text: str, t) -> list[CheckResult]:
@@ -84,4 +98,9 @@ def page_checks(inp: CheckInputs, target_text: str, t) -> list[CheckResult]:
     if ban:
         checks.append(CheckResult(t("check_ban", n=inp.n_generated), inp.hits == 0,
                                   t("check_ban_detail", k=inp.banned, hits=inp.hits), reference=t("ref_ban")))
+    elif inp.odds_ban is not None:      # no ban set: the ban itself is still checked, on the same logits
+        z = inp.odds_ban
+        checks.append(CheckResult(t("check_odds_ban", tok=target_text), z.target_err == 0 and z.p_after == 0,
+                                  t("check_ban_off_detail", p0=z.p_before, p1=z.p_after, n=z.n_pairs, m=z.target_err),
+                                  reference=t("ref_odds")))
     return checks

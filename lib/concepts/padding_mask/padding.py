@@ -179,6 +179,7 @@ class Timings:
     slowest: list[float]       # max wall time of each run over the repeats
     repeats: int
     load_avg: float            # the machine's 1-minute load average after measuring
+    cpus: int = 1              # the machine's cores (the load average is judged per core)
 
 
 @torch.inference_mode()
@@ -208,7 +209,7 @@ def measure_times(engine: Engine, prompts, pad_id: int, extra_pad: tuple[int, ..
     timings = [measure(run, repeats) for run in runs]
     return Timings(labels, tokens, entries, [x.median_s for x in timings], [x.min_s for x in timings],
                    [x.max_s for x in timings],
-                   repeats, timings[-1].load_avg)
+                   repeats, timings[-1].load_avg, timings[-1].cpus)
 
 
 def time_ratio(t: Timings) -> tuple[float, float]:

@@ -7,7 +7,8 @@
   fit   fact_distance.Agreement (layouts where the whole prompt fits inside W), or None
   layer_ref  model_check's LayerCheck of the first local layer on the ring check's tokens (past
         the model's window) against transformers' layer, or None (not the bundled model)
-Only layer_ref and the ring's bytes are proofs; the others compare the engine with itself.
+Proofs: zero (against the window written in closed form), the ring's bytes and layer_ref; the
+others compare the engine with itself.
 `t(key, **fmt)` is the page's text lookup (tests may pass a stub)."""
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ def page_checks(zero, par, ring, fit, W: int, parity_window: int, parity_tokens:
                 t, layer_ref=None) -> list[CheckResult]:
     out = [
         CheckResult(t("check_zero", w=W, n=zero.n_tokens),
-                    zero.pairs > 0 and zero.max_weight == 0.0 and zero.row_sum_err < ROW_SUM_TOL,
-                    t("check_zero_detail", pairs=zero.pairs, mx=zero.max_weight, sum_err=zero.row_sum_err,
-                      tol=ROW_SUM_TOL), reference=t("ref_zero"), kind=CONSISTENCY),
+                    zero.pairs > 0 and zero.max_weight == 0.0 and zero.inside_zero == 0 and zero.row_sum_err < ROW_SUM_TOL,
+                    t("check_zero_detail", pairs=zero.pairs, mx=zero.max_weight, inside=zero.inside_zero,
+                      sum_err=zero.row_sum_err, tol=ROW_SUM_TOL), reference=t("ref_zero")),
         CheckResult(t("check_evict", w=parity_window, n=parity_tokens), par.rel_diff <= EVICT_REL_TOL,
                     t("check_evict_detail", n=parity_tokens, d=par.max_diff, s=par.scale, r=par.rel_diff,
                       tol=EVICT_REL_TOL, held=par.held, full=par.full), reference=t("ref_evict"), kind=CONSISTENCY),
