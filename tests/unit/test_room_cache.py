@@ -1,11 +1,10 @@
-"""lib.classroom.room_cache (the pollers' shared room view) on its own, and through ClassStore:
-one query per room per max_age_s however many poll, own writes seen at once, another process's
-writes seen within max_age_s, a view loaded across a write never kept."""
+"""lib.classroom.room_cache (the pollers' shared room view): one load per key per max_age_s
+however many poll, forgotten writes seen at once, a view loaded across a write never kept. The
+store's use of it, on SQLite and PostgreSQL: tests/unit/test_classroom.py."""
 from __future__ import annotations
 
 import threading
 
-from lib.classroom import ClassStore
 from lib.classroom.room_cache import RoomCache
 
 
@@ -92,28 +91,3 @@ def test_the_oldest_rooms_are_dropped_beyond_max_rooms():
     cache.get("A", 60)                         # dropped: loaded again
     cache.get("D", 60)                         # kept
     assert cache.loads == 5
-
-
-def test_the_store_serves_polls_from_one_query_and_sees_its_writes_at_once(tmp_path):
-    url = f"sqlite:///{tmp_path}/c.db"
-    store, other = ClassStore(url), ClassStore(url)    # `other`: another replica or process
-    try:
-        k = store.create_room("en")
-        before = store._views.loads
-        views = [store.room(k.code.lower(), max_age_s=60) for _ in range(100)]
-        assert store._views.loads == before + 1 and {v.version for v in views} == {0}
-        store.set_page(k.code, k.secret, "temperature", {"t": "0.7"})
-        v = store.room(k.code, max_age_s=60)
-        assert (v.version, v.slug, dict(v.params)) == (1, "temperature", {"t": "0.7"})
-        store.reveal(k.code, k.secret, "q", "Paris")
-        assert store.room(k.code, max_age_s=60).correct("q") == "Paris"
-        other.reset(k.code, k.secret)                         # another process's write
-        assert store.room(k.code, max_age_s=60).correct("q") == "Paris"   # within max_age_s
-        assert store.room(k.code).revealed == frozenset()     # max_age_s=0: read now
-        assert store.room(k.code, max_age_s=1e-9).revealed == frozenset()
-        store.end(k.code, k.secret)
-        assert store.room(k.code, max_age_s=60) is None
-        assert store.room("not a code", max_age_s=60) is None
-    finally:
-        store.close()
-        other.close()
