@@ -167,18 +167,24 @@ async def _student(c: Class, i: int, page: str, code: str, start: float, offset:
 
 
 async def _presenter(c: Class, page: str, code: str, secret: str, seen: list) -> None:
-    """The lecturer's count, as its fragment shows it, every run_every seconds."""
+    """The lecturer's count, as its fragment shows it, rerun as the browser does: a
+    setInterval of run_every s started when the count was drawn (Streamlit's frontend,
+    handleAutoRerun), ticks passed while a run was in flight skipped."""
     p = LiveSession(c.base, page, f"room={code}&key={secret}")
     await p.open()
     r = await p.run(timeout_s=600)
     frag = next((f for f, t in r.texts if f and COUNT_RE.search(t) and "👥" in t), None)
     every = r.polls.get(frag, 1.5) if frag else 1.5
+    due = _next_tick(r.ended_at, every, time.perf_counter())
     while frag and not c.done:
+        await _sleep_until(due, cap_s=every)
+        if time.perf_counter() < due:
+            continue
         r = await p.run(fragment_id=frag, auto=True, timeout_s=120)
         for _, text in r.texts:
             if "👥" in text and (m := COUNT_RE.search(text)):
-                seen.append((time.perf_counter(), int(re.sub(r"\D", "", m.group(1)))))
-        await asyncio.sleep(every)
+                seen.append((r.ended_at, int(re.sub(r"\D", "", m.group(1)))))
+        due = _next_tick(due, every, r.ended_at)
     await p.close()
 
 
