@@ -44,10 +44,13 @@ class Run:
     full: bool = False               # the page ran (its polls replace the earlier ones)
     failure: str | None = None
     sent: bool = False                                              # the BackMsg left
+    ended_at: float = 0.0            # perf_counter when it finished: a browser's run_every timer starts here
 
 
 class LiveSession:
     """One open websocket session on `page` with `query` (e.g. "room=ABC234")."""
+
+    runs = 0                     # runs sent by every session of this process (the benchmark's rate)
 
     def __init__(self, base: str, page: str, query: str):
         self.url = base.replace("http://", "ws://").rstrip("/") + "/_stcore/stream"
@@ -83,6 +86,7 @@ class LiveSession:
             back.rerun_script.fragment_id = fragment_id
             back.rerun_script.is_auto_rerun = auto
         r, starts = Run(), 0
+        LiveSession.runs += 1
         t0 = time.perf_counter()
         try:
             await self.ws.send(back.SerializeToString())
@@ -118,7 +122,8 @@ class LiveSession:
             r.failure = f"no script_finished within {timeout_s:.0f} s"
         except Exception as e:           # noqa: BLE001 - a dropped connection is a failed run
             r.failure = f"{type(e).__name__}: {e}"[:300]
-        r.seconds = time.perf_counter() - t0
+        r.ended_at = time.perf_counter()
+        r.seconds = r.ended_at - t0
         return r
 
     @staticmethod

@@ -12,6 +12,10 @@ Contracts (every method; `code` is case-insensitive, surrounding/inner spaces ig
   it) until that question is revealed in that phase, then AnswerClosed. Each session may send
   5 answers per 10 s (RateLimited beyond, for that session only).
 - `distribution` is refused (NotRevealed) before the reveal: nobody sees answers before it.
+- `room(code, max_age_s)` with max_age_s > 0 may answer from lib.classroom.room_cache (one query
+  per room per max_age_s for any number of pollers): this process's set_page/reveal/reset/end
+  are seen at once, another replica's at most max_age_s late. Every check that matters (an
+  answer after the reveal, the secret) is made by the store on the database, never on a view.
 Thread-safe; several processes (replicas) may share one PostgreSQL database.
 """
 from __future__ import annotations
@@ -33,6 +37,7 @@ from lib.classroom.errors import AnswerClosed, Forbidden, InvalidAnswer, NotReve
 from lib.classroom.models import OPTION_MAX, PHASES, QUESTION_MAX, SESSION_MAX, Answer, \
     Reveal, Room
 from lib.classroom.rate_limit import TokenBucket
+from lib.classroom.room_cache import RoomCache
 from lib.classroom.summary import LessonSummary, summarize, to_csv
 from lib.classroom.views import RoomKeys, RoomView
 
@@ -53,6 +58,7 @@ class ClassStore(Database):
                  limiter: TokenBucket | None = None):
         super().__init__(url, clock=clock)
         self._limiter = limiter if limiter is not None else TokenBucket(5, per_seconds=10.0)
+        self._views: RoomCache[RoomView | None] = RoomCache(self._room_now)
 
     # ---- rooms ---------------------------------------------------------------------------------
     def create_room(self, lang: str = "en") -> RoomKeys:
@@ -70,8 +76,15 @@ class ClassStore(Database):
                 continue
         raise RuntimeError("no free room code after 20 draws")
 
-    def room(self, code: str | None) -> RoomView | None:
-        """The room as students see it, or None when unknown, ended or expired."""
+    def room(self, code: str | None, max_age_s: float = 0.0) -> RoomView | None:
+        """The room as students see it, or None when unknown, ended or expired; with
+        `max_age_s` > 0 possibly as it was up to that long ago (see the module docstring)."""
+        c = normalize_code(code)
+        if c is None:
+            return None
+        return self._views.get(c, max_age_s) if max_age_s > 0 else self._room_now(c)
+
+    def _room_now(self, code: str) -> RoomView | None:
         try:
             with self._read() as s:
                 room = self._live(s, code)
@@ -96,7 +109,8 @@ class ClassStore(Database):
             room = self._presenter(s, code, secret)
             room.slug, room.params_json = slug, text
             self._moved(room)
-            return room.version
+        self._views.forget(room.code)
+        return room.version
 
     def reveal(self, code: str, secret: str, question: str, correct: str, phase: str = "live",
                options: Sequence[str] | None = None) -> int:
@@ -117,7 +131,8 @@ class ClassStore(Database):
             else:
                 row.correct, row.options_json = correct, opts or row.options_json
             self._moved(room)
-            return room.version
+        self._views.forget(room.code)
+        return room.version
 
     def reset(self, code: str, secret: str, question: str | None = None) -> int:
         """Forget the answers and reveals of `question` (every phase), or of every question when
@@ -130,13 +145,15 @@ class ClassStore(Database):
                     q = q.where(table.question == question)
                 s.execute(q)
             self._moved(room)
-            return room.version
+        self._views.forget(room.code)
+        return room.version
 
     def end(self, code: str, secret: str) -> None:
         """Delete the room and every answer and reveal in it."""
         with self._write() as s:
             room = self._presenter(s, code, secret)
             self._delete_rooms(s, [room.code])
+        self._views.forget(room.code)
 
     # ---- answers -------------------------------------------------------------------------------
     def answer(self, code: str, session_id: str, question: str, option: str,

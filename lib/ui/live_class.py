@@ -27,6 +27,7 @@ ROOM_PARAM, KEY_PARAM, SID_PARAM = "room", "key", "s"
 PARAMS = frozenset({ROOM_PARAM, KEY_PARAM, SID_PARAM})
 SID_RE = re.compile(r"[A-Za-z0-9_-]{8,32}")
 POLL_S = 2.0
+VIEW_AGE_S = 0.25   # a student's room view may be this old: all polls share one query (room_cache)
 S_ROOM, S_KEY, S_FOLLOW = "live.room", "live.key", "live.follow"
 S_SEEN, S_APPLIED, S_PUBLISHED = "live.seen_version", "live.applied", "live.published"
 S_NOTE, S_SID, S_NICK = "live.note", "live.session_id", "live.nickname"
@@ -98,13 +99,12 @@ def nickname() -> str | None:
 
 
 def room_view():
-    """The room as the store has it now (a RoomView), or None when this session is in no room
-    or the room is gone (the session then leaves it, with a note)."""
+    """The room (RoomView; a student's up to VIEW_AGE_S old), or None: no room, or gone (left)."""
     code = room_code()
     if code is None:
         return None
     try:
-        view = store().room(code)
+        view = store().room(code, max_age_s=0.0 if is_presenter() else VIEW_AGE_S)
     except ClassroomError:
         view = None
     if view is None:

@@ -22,7 +22,7 @@ from lib.classroom.errors import AnswerClosed, ClassroomError, RateLimited
 from lib.ui import live_class as live
 from lib.ui.i18n import texts
 
-COUNT_S = 1.5
+COUNT_S = 1.0      # the lecturer's count: polled every 1 s, so it is current within 2 s
 S_REVEALED = "live.just_revealed"
 LIVE, PHASE_PARAM = live.LIVE, live.PHASE_PARAM    # the lesson mode, published with the page state
 
@@ -183,7 +183,7 @@ def _student_answer(qid: str, phase: str, codes: list[str], labels: dict[str, st
     code = live.room_code()
     if code is None:
         return
-    view = live.store().room(code)
+    view = live.store().room(code, max_age_s=live.VIEW_AGE_S)   # the store refuses a late answer
     if view is None or view.is_revealed(qid, phase):
         st.rerun(scope="app")
     st.session_state.setdefault(live.S_OPEN, {})[qid] = phase     # the class bar watches it

@@ -326,3 +326,27 @@ def test_a_killed_server_loses_no_acknowledged_answer(db_url, store):
         stored = set(s.scalars(select(Answer.session_id).where(Answer.room_code == k.code)))
     reopened.close()
     assert len(acked) >= 40 and set(acked) <= stored
+
+
+def test_the_store_serves_polls_from_one_query_and_sees_its_writes_at_once(db_url):
+    store, other = ClassStore(db_url), ClassStore(db_url)    # `other`: another replica or process
+    try:
+        k = store.create_room("en")
+        before = store._views.loads
+        views = [store.room(k.code.lower(), max_age_s=60) for _ in range(100)]
+        assert store._views.loads == before + 1 and {v.version for v in views} == {0}
+        store.set_page(k.code, k.secret, "temperature", {"t": "0.7"})
+        v = store.room(k.code, max_age_s=60)
+        assert (v.version, v.slug, dict(v.params)) == (1, "temperature", {"t": "0.7"})
+        store.reveal(k.code, k.secret, "q", "Paris")
+        assert store.room(k.code, max_age_s=60).correct("q") == "Paris"
+        other.reset(k.code, k.secret)                         # another process's write
+        assert store.room(k.code, max_age_s=60).correct("q") == "Paris"   # within max_age_s
+        assert store.room(k.code).revealed == frozenset()     # max_age_s=0: read now
+        assert store.room(k.code, max_age_s=1e-9).revealed == frozenset()
+        store.end(k.code, k.secret)
+        assert store.room(k.code, max_age_s=60) is None
+        assert store.room("not a code", max_age_s=60) is None
+    finally:
+        store.close()
+        other.close()
