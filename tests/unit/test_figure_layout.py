@@ -34,6 +34,31 @@ def test_gqa_panel_titles_fit_their_panels_and_tick_labels_stay_off_the_maps():
         assert shown_ticks == [None, False, False, False]                   # only the first map's left
 
 
+def test_gqa_four_maps_number_their_keys_instead_of_a_turned_token_under_each():
+    """The default prompt has 17 tokens: under four maps of ~140 px (a phone's scrolled 720 px) a
+    turned 9 px token under every key was unreadable. The keys are numbered every few positions,
+    upright and at least 11 px; the first map's rows say which token each position holds."""
+    from lib.concepts.gqa.figures import head_maps_figure
+
+    tokens = ["<bos>"] + [f"␣w{i}" for i in range(16)]
+    fig = head_maps_figure(np.full((4, 17, 17), 1 / 17), tokens, [f"head {h}" for h in range(4)],
+                           {"hover": "", "y": "query position", "x": "key position", "title": "t"})
+    shown, _ = responsive.shown_figure(fig, wide=True)
+    map_px = (responsive.WIDE_PX - 180) / 4
+    for i in ("", 2, 3, 4):
+        ax = shown.layout[f"xaxis{i}"]
+        shown_at = [v for v in range(17) if ax.tickvals is None and v % ax.dtick == 0] if ax.dtick else list(ax.tickvals)
+        assert 2 <= len(shown_at) <= 6, shown_at                      # not 17
+        assert ax.tickangle in (0, None) and (ax.tickfont.size or 12) >= 11
+        widest = max(len(str(v)) for v in shown_at) * 7
+        assert len(shown_at) * widest < map_px * 0.7                  # room between the numbers
+    rows = list(shown.layout.yaxis.ticktext)
+    assert rows[5] == "5: ␣w4" and len(rows) == 17                   # position -> token
+    two = head_maps_figure(np.full((2, 17, 17), 1 / 17), tokens, ["a", "b"],
+                           {"hover": "", "y": "q", "x": "k", "title": "t"})
+    assert list(two.layout.xaxis.ticktext) == tokens                 # two wide maps keep the tokens
+
+
 LABEL_CHAR_PX, PHONE_PLOT_PX = 6.2, 300        # an 11 px label's character; a phone's plot width
 
 
