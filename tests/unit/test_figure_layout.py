@@ -170,6 +170,32 @@ def test_prefix_caching_block_labels_fit_their_blocks_and_the_timing_bars_keep_t
     assert fig.layout.height >= 260
 
 
+def test_prefix_caching_block_labels_are_large_enough_on_a_projector_and_still_fit():
+    """The presenter view's 1280x720 projector: the labels were 7-10 px grown to ~9-13 px, too
+    small at the back of a hall; they are sized for the projector's wider blocks, at least 14 px
+    as drawn there, and still fit their blocks."""
+    from types import SimpleNamespace
+
+    from lib.concepts.prefix_caching import figures as pc
+
+    assert pc.PRESENT_GROWTH == responsive.PRESENT_SCALE
+    labels = {"hit": "cocok", "miss": "meleset", "partial": "sebagian", "new": "B (baru)",
+              "cached": "A (di cache)", "x": "blok logis", "title": "t"}
+    for n in (3, 4, 8):
+        rows = [SimpleNamespace(index=i, hit=i < 1, hash_new="" if i == n - 1 else "a1b2c3d4") for i in range(n)]
+        fig = pc.hash_chain(["f0e1d2c3"] * n, rows, labels, present=True)
+        shown, _ = responsive.shown_figure(fig, present=True)
+        block_px = 0.8 * pc.PRESENT_CHAIN_PX / (n + 0.1)
+        sizes = [a.font.size for a in shown.layout.annotations if a.text]
+        assert min(sizes) >= 14, (n, sizes)
+        for a in shown.layout.annotations:
+            if a.text:
+                widest = max(len(line) for line in a.text.split("<br>")) * a.font.size * pc.BLOCK_CHAR
+                assert widest <= block_px, (n, a.text, a.font.size, widest, block_px)
+        phone = pc.hash_chain(["f0e1d2c3"] * n, rows, labels)
+        assert max(a.font.size for a in phone.layout.annotations if a.text) <= pc.BLOCK_FONT[1]
+
+
 def test_stacked_line_labels_keep_apart_at_the_projectors_font():
     from lib.concepts.plot_marks import x_vline
 
