@@ -6,6 +6,7 @@ sidebar choice; it is kept in the session so page switches keep it (see `current
 from __future__ import annotations
 
 import numbers
+import re
 import string
 import tomllib
 from functools import lru_cache
@@ -86,6 +87,18 @@ class _LocalFormatter(string.Formatter):
         return super().format_field(value, format_spec)
 
 
+# "{n} token(s)": the count written just before the "(s)" (at most a few words back) decides it.
+_PLURAL = re.compile(r"(?<![\w.,])(\d[\d.,]*)((?:[ /-][^\s(),;:]+){1,3}?)\(s\)")
+
+
+def plurals(text: str) -> str:
+    """An English text's "(s)" made singular or plural by the count before it: "1 shared
+    key/value head(s)" -> "1 shared key/value head", "3 token(s)" -> "3 tokens" (issue 33: a
+    heading read "1 shared key/value head(s)" on the projector). A "(s)" with no count before
+    it stays."""
+    return _PLURAL.sub(lambda m: m.group(1) + m.group(2) + ("" if m.group(1) == "1" else "s"), text)
+
+
 class Texts:
     """T("key", n=3) -> the text in the current language, formatted with str.format
     (numbers in the language's own separators: see `format_number`)."""
@@ -97,7 +110,7 @@ class Texts:
 
     def __call__(self, key: str, **fmt) -> str:
         s = self.table[key]
-        return self._formatter.format(s, **fmt) if fmt else s
+        return plurals(self._formatter.format(s, **fmt)) if fmt else s
 
     def num(self, value, spec: str = "") -> str:
         """One number written for this language (tables, legends, hover texts)."""

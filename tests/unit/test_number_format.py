@@ -1,5 +1,7 @@
 """The rendered-number scan of tests/app/number_format.py catches what issue 33 found, and passes
 numbers written correctly (fast: no model, no page; the AppTest of every page applies it)."""
+import re
+
 import pytest
 
 from tests.app.number_format import bad_numbers
@@ -52,3 +54,17 @@ def test_a_column_of_small_values_keeps_the_same_significant_digits():
         ["0,00010", "0,00014", "0,0012", "3,5", "35", "0"]
     assert shown(0.0001, "en") == "0.00010" and shown(2.5e-6, "en") == "2.5e-06"
     assert not [b for v in (0.0001, 0.00014, 12.25, 1234.5) for b in bad_numbers(shown(v), "id")]
+
+
+def test_an_english_s_in_brackets_follows_the_count_before_it():
+    """Issue 33 re-look: a presenter-view heading read "1 shared key/value head(s)"."""
+    from lib.ui.i18n import Texts, plurals
+
+    assert Texts("gqa", "en")("maps_title", H=4, Hkv=1) == "4 query heads, 1 shared key/value head"
+    assert Texts("gqa", "en")("maps_title", H=8, Hkv=2).endswith("2 shared key/value heads")
+    assert plurals("It changes 1 time(s); 12 flip(s); on 1 biased token(s), T = 2; 1,234 token(s)") == \
+        "It changes 1 time; 12 flips; on 1 biased token, T = 2; 1,234 tokens"
+    assert plurals("head(s) of a layer") == "head(s) of a layer"          # no count: left as written
+    for name in ("beam-search", "speculative-acceptance", "gqa", "logit-bias", "top-k-top-p"):
+        for key, text in Texts(name, "en").table.items():                  # a verb after a count of one
+            assert not re.search(r"\(s\)[^.;]{0,30}\b(were|are|have)\b", text), (name, key, text)
