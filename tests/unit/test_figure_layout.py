@@ -59,6 +59,26 @@ def test_gqa_four_maps_number_their_keys_instead_of_a_turned_token_under_each():
     assert list(two.layout.xaxis.ticktext) == tokens                 # two wide maps keep the tokens
 
 
+def test_gqa_cache_chart_leaves_room_for_its_last_context_label_on_a_phone():
+    """At 390 px Plotly turns the context labels 30° and hid "32.768", the last one, past the
+    chart's right edge, while the caption quotes 32,768 tokens: the axis reaches past the last
+    context by at least that label's turned width."""
+    import math
+
+    from lib.concepts.gqa.figures import cache_bytes_figure
+    from lib.ui.figure_room import PHONE_PLOT_PX, TICK_CHAR_PX
+
+    contexts = tuple(2 ** i for i in range(7, 16))
+    fig = cache_bytes_figure(contexts, {"MHA": [c / 100 for c in contexts]}, "MHA",
+                             {"own": "", "hover": "", "x": "x", "y": "y", "title": "t"},
+                             fmt=lambda v, spec: format(v, spec).replace(",", "."))
+    lo, hi = fig.layout.xaxis.range
+    px_per_decade = PHONE_PLOT_PX / (hi - lo)
+    label_px = len("32.768") * TICK_CHAR_PX * math.cos(math.radians(30))
+    assert (hi - math.log10(contexts[-1])) * px_per_decade >= label_px * 0.9, (hi, label_px)
+    assert lo < math.log10(contexts[0])
+
+
 LABEL_CHAR_PX, PHONE_PLOT_PX = 6.2, 300        # an 11 px label's character; a phone's plot width
 
 

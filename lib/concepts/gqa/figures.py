@@ -8,6 +8,10 @@ from plotly.subplots import make_subplots
 from lib.concepts.attention_scaling.figures import token_ticks
 from lib.concepts.plot_marks import decade_axis
 
+# Room past the first and last context (decades of the log axis): a phone turns the x labels 30°,
+# and Plotly hides a label that runs past the chart's right edge (ticklabeloverflow "hide past
+# div"): "32.768", the context the caption quotes, was missing at 390 px.
+EDGE_DECADES = (0.12, 0.4)
 LEGEND = dict(orientation="h", y=-0.22, yanchor="top", x=0, xanchor="left")  # below the axis title
 
 
@@ -70,7 +74,10 @@ def cache_bytes_figure(contexts, series: dict[str, list[float]], own: str, label
                         customdata=[fmt(c, ",") for c in contexts],
                         text=[fmt(y, ",.1f") for y in ys],
                         hovertemplate=labels["hover"] + "<extra>" + name + "</extra>")
-    fig.update_xaxes(type="log", title_text=labels["x"], tickvals=list(contexts), ticktext=[fmt(c, ",") for c in contexts])
+    lo, hi = np.log10(min(contexts)), np.log10(max(contexts))
+    fig.update_xaxes(type="log", title_text=labels["x"], tickvals=list(contexts), ticktext=[fmt(c, ",") for c in contexts],
+                     range=[lo - EDGE_DECADES[0], hi + EDGE_DECADES[1]])    # the last label is not hidden at the div's edge
+
     fig.update_yaxes(title_text=labels["y"])
     decade_axis(fig, "y", list(series.values()), fmt)
     fig.update_layout(title=labels["title"], height=420, legend=LEGEND)
