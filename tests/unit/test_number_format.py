@@ -68,3 +68,13 @@ def test_an_english_s_in_brackets_follows_the_count_before_it():
     for name in ("beam-search", "speculative-acceptance", "gqa", "logit-bias", "top-k-top-p"):
         for key, text in Texts(name, "en").table.items():                  # a verb after a count of one
             assert not re.search(r"\(s\)[^.;]{0,30}\b(were|are|have)\b", text), (name, key, text)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_beam_search_writes_the_finished_hypotheses_probability_as_a_plain_number(lang):
+    """Issue 33 re-look: the projected sentence read 'Σ e^(Σ log p) = 4,168e-02' (a probability,
+    not a rounding error: students read it as a decimal)."""
+    from lib.ui.i18n import Texts
+
+    line = Texts("beam-search", lang)("prob_line", n=9, P=0.0416806, a=1, Q=3.367)
+    assert ("0.04168" if lang == "en" else "0,04168") in line and "e-0" not in line, line
