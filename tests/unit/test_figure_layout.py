@@ -226,3 +226,17 @@ def test_stacked_line_labels_keep_apart_at_the_projectors_font():
     low, high = sorted(shown.layout.annotations, key=lambda a: a.yshift or 0)
     assert (high.yshift or 0) - (low.yshift or 0) >= high.font.size          # one row per label, not on top
     assert shown.layout.margin.t >= 34 + high.yshift                           # the upper row inside the figure
+
+
+def test_padding_mask_time_bars_keep_their_row_counts_readable_on_a_phone():
+    """Issue 33 re-look: '344 baris token' above a ~60 px bar was shrunk by Plotly to ~7 px on a
+    phone. The count sits on a line above its words and no label is drawn under 11 px."""
+    from lib.concepts.padding_mask import figures as pm
+
+    fig = pm.times_figure(["a", "b", "c", "d"], [0.2, 1.4, 0.3, 0.25], [0.1] * 4, [2.0] * 4,
+                          ["88 baris token", "344 baris token", "41 baris token", "41 baris token"],
+                          {"y": "ms", "title": "t"})
+    assert fig.layout.uniformtext.minsize >= 11 and fig.layout.uniformtext.mode == "show"
+    bar = fig.data[0]
+    assert max(len(line) for s in bar.text for line in s.split("<br>")) <= 11
+    assert bar.text[1].startswith("344<br>")
