@@ -78,3 +78,16 @@ def test_beam_search_writes_the_finished_hypotheses_probability_as_a_plain_numbe
 
     line = Texts("beam-search", lang)("prob_line", n=9, P=0.0416806, a=1, Q=3.367)
     assert ("0.04168" if lang == "en" else "0,04168") in line and "e-0" not in line, line
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_sliding_window_answer_does_not_write_a_lost_facts_probability_as_zero(lang):
+    """Issue 33 re-look: 'rank 28,831 with every layer at W (p = 0.000); without the fact
+    p = 1.1e-07': the lost fact's p (4e-09, below the no-fact line on the chart) read as zero."""
+    from lib.ui.i18n import Texts
+
+    line = Texts("sliding-window", lang)("predict_fact_why", d=192, own=1, p_own=0.725, hyb=1, p_hyb=0.694,
+                                        all=28831, p_all=4.2e-9, p0=1.1e-7)
+    assert "0.000)" not in line and "0,000)" not in line, line
+    assert ("4.2e-09" if lang == "en" else "4,2e-09") in line
+    assert ("0.725" if lang == "en" else "0,725") in line
