@@ -91,3 +91,14 @@ def test_sliding_window_answer_does_not_write_a_lost_facts_probability_as_zero(l
     assert "0.000)" not in line and "0,000)" not in line, line
     assert ("4.2e-09" if lang == "en" else "4,2e-09") in line
     assert ("0.725" if lang == "en" else "0,725") in line
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_beam_search_step_candidates_are_ranked_not_numbered_like_hypotheses(lang):
+    """Issue 33 re-look: on one screen '#4' was the 4th candidate of step 16 in the step list and
+    hypothesis #4 in the finished table below it (another sequence). '#k' names a hypothesis only."""
+    from lib.ui.i18n import Texts
+
+    line = Texts("beam-search", lang)("step_event", r=4, prefix="…world", tok="␣that", lp=-0.292, cum=-15.398,
+                                     fate="x")
+    assert "#4" not in line and ("rank 4" if lang == "en" else "peringkat 4") in line
