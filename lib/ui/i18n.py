@@ -65,13 +65,19 @@ def publish_lang(lang: str) -> None:
 SEPARATORS = {"en": ".,", "id": ",."}
 
 
+# The one minus sign of displayed numbers (U+2212, as Plotly's ticks draw it), never the hyphen.
+MINUS = "\u2212"
+
+
 def format_number(value, spec: str = "", lang: str = "en") -> str:
     """`format(value, spec)` written the way `lang` writes numbers:
-    format_number(20000, ",", "id") -> "20.000"; format_number(0.5, ".1f", "id") -> "0,5"."""
+    format_number(20000, ",", "id") -> "20.000"; format_number(0.5, ".1f", "id") -> "0,5";
+    format_number(-3, ".1f", "id") -> "−3,0" (a true minus, in the exponent too: "2.5e−06").
+    Display text only: URL values and CSV downloads keep Python's own "-3.0"."""
     text = format(value, spec)
     if SEPARATORS.get(lang, ".,") != ".,":
         text = text.translate(str.maketrans({",": ".", ".": ","}))
-    return text
+    return text.replace("-", MINUS)
 
 
 class _LocalFormatter(string.Formatter):
