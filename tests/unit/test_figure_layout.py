@@ -4,6 +4,7 @@ estimated text width (no browser)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from lib.ui import responsive
 
@@ -240,3 +241,25 @@ def test_padding_mask_time_bars_keep_their_row_counts_readable_on_a_phone():
     bar = fig.data[0]
     assert max(len(line) for s in bar.text for line in s.split("<br>")) <= 11
     assert bar.text[1].startswith("344<br>")
+
+
+def test_beam_tree_gives_the_labelled_ranks_whole_rows_and_squeezes_the_pruned_ones():
+    """Issue 33 re-look: the tree drew 20 equal rows, its 4 beams' token labels crowded into the top
+    fifth on the projector. A rank with a labelled node takes a whole row; ranks only pruned
+    candidates reach share a few rows below, numbered every 5th."""
+    from lib.concepts.beam_search.beam_search import KEPT, PRUNED, BeamRecord, Candidate, Hypothesis
+    from lib.concepts.beam_search.figures import tree_figure
+
+    rec = BeamRecord((2,), 2, 2, (1,), True)
+    rec.candidates = [Candidate(0, r, -1, 5 + r, -0.1 * r, -0.1 * r, False, KEPT if r < 2 else PRUNED) for r in range(20)]
+    rec.hypotheses, rec.n_steps = [Hypothesis((5,), 0.0, 1, 0, False)], 1
+    labels = {"winner": "winner", "hover": "{tok}", "hover_score": "{score}", "prompt": "prompt", "x": "x",
+              "y": "y", "title": "t", "after_stop": "after", **{f"fate_{k}": k for k in (KEPT, "finished", "cut", "pruned")}}
+    fig = tree_figure(rec, [f"t{r}" for r in range(20)], {}, 0, 0, labels)
+    y = fig.layout.yaxis
+    kept_y = sorted({v for tr in fig.data if tr.name == KEPT for v in tr.y}, reverse=True)
+    assert len(kept_y) == 2
+    assert (kept_y[0] - kept_y[1]) / (y.range[1] - y.range[0]) > 0.1    # a beam's row: over 1/10 of the plot (was 1/20)
+    assert list(y.ticktext)[:2] == ["1", "2"] and "20" in y.ticktext and len(y.ticktext) <= 6
+    tv = sorted(y.tickvals, reverse=True)
+    assert all(a - b >= 0.9 for a, b in zip(tv, tv[1:]))                 # numbered ranks never crowd each other
