@@ -3,6 +3,7 @@ decades (or a few round values in full), in the page language."""
 import math
 
 import numpy as np
+import pytest
 import plotly.graph_objects as go
 
 from lib.concepts.plot_marks import MAX_DECADE_TICKS, decade_axis, decade_ticks, log_x_vline, log_y_hline
@@ -109,3 +110,5 @@ def test_model_checks_error_axis_writes_one_style_of_tick():
         assert y.type == "log" and y.tickmode == "array", lang
         assert list(y.ticktext) == [f"10<sup>−{k}</sup>" for k in (6, 5, 4, 3, 2)], y.ticktext
         assert not any(s in "".join(y.ticktext) for s in ("µ", "m", "0,0", "0.0", "-")), y.ticktext
+        (label,) = [a for a in fig.layout.annotations if a.text == "tol"]
+        assert label.y == pytest.approx(-2)                 # the tolerance's label at its line (log10 units), not at 10^0.01

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from lib.concepts.plot_marks import decade_axis
+from lib.concepts.plot_marks import decade_axis, log_y_hline
 
 
 def layer_errors(layers, rel, kinds, tol: float, texts: dict, fmt=format) -> go.Figure:
@@ -16,7 +16,7 @@ def layer_errors(layers, rel, kinds, tol: float, texts: dict, fmt=format) -> go.
     drawn = [max(r, 1e-12) for r in rel]
     fig = go.Figure(go.Bar(x=list(layers), y=drawn, marker_color=colors,
                            hovertemplate="%{x}: %{y:.2e}<extra></extra>"))
-    fig.add_hline(y=tol, line_dash="dash", annotation_text=texts["tol"])
+    log_y_hline(fig, tol, texts["tol"], line_dash="dash", line_color="black")    # labelled at the line, in log10 units
     fig.update_layout(title=texts["title"], xaxis_title=texts["x"], yaxis_title=texts["y"], yaxis_type="log",
                       height=360, margin=dict(t=60, b=40))
     fig.update_xaxes(tickmode="linear", dtick=1)
