@@ -86,7 +86,12 @@ def legend_below(fig: go.Figure) -> None:
     fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=-0.25, yanchor="top"))
 
 
-PHONE_CHARS = 40        # characters of an axis or panel title (16 px) that fit across a phone's ~330 px plot
+PHONE_CHARS = 40        # characters of a panel title (16 px) that fit across a phone's ~330 px plot
+# An x axis title is 14 px, ~6 px a character (measured at 390 px: "token baru dalam satu forward
+# (skala" is 217 px): it holds 1.2x a panel title's characters, 48 across a phone's ~300 px plot.
+# The server cannot know the screen's width, so a title wrapped for a phone is wrapped on a
+# desktop too: wrapping only what a phone really cuts keeps "(skala log)" on one line there.
+AXIS_TITLE_CHARS = 1.2
 WIDE_PANELS = 3         # panels side by side from which a figure keeps WIDE_PX on a phone
 PANEL_FILL = 0.8        # of a panel's share of `chars`: the y axes' labels and margins take the rest of the width
 CHAR_PX = 7                        # an axis title's character width, px
@@ -134,7 +139,7 @@ def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
     for ax in _axes(fig, "x"):
         d = ax.domain or (0, 1)
         before = ax.title.text
-        ax.title.text = _wrap(before, int(chars * (d[1] - d[0])))
+        ax.title.text = _wrap(before, int(chars * AXIS_TITLE_CHARS * (d[1] - d[0])))
         if ax.title.text != before:
             below = max(below, ax.title.text.count("<br>"))
     leg = fig.layout.legend

@@ -166,3 +166,15 @@ def test_bar_labels_are_drawn_at_one_readable_size_not_shrunk_to_the_bar():
     assert responsive.shown_figure(own)[0].layout.uniformtext.minsize == 12            # a figure's own stays
     plain = go.Figure(go.Bar(x=[1], y=[1]))
     assert responsive.shown_figure(plain)[0].layout.uniformtext.minsize is None         # no labels: untouched
+
+
+def test_an_x_axis_title_a_phone_holds_is_not_wrapped_anywhere():
+    """Issue 33 re-look: chunked-prefill's "token baru dalam satu forward (skala log)" (41
+    characters, ~250 px at 14 px on a phone's ~300 px plot) was wrapped before "log)" on every
+    screen, the desktop's too (the server cannot tell the width). A title a phone holds stays
+    one line; a longer one is still wrapped."""
+    fits = "token baru dalam satu forward (skala log)"
+    shown, _ = responsive.shown_figure(_fig(xaxis_title=fits))
+    assert shown.layout.xaxis.title.text == fits
+    long = "token baru dalam satu forward pass (skala log, tebal)"
+    assert "<br>" in responsive.shown_figure(_fig(xaxis_title=long))[0].layout.xaxis.title.text
