@@ -88,10 +88,11 @@ def legend_below(fig: go.Figure) -> None:
 
 PHONE_CHARS = 40        # characters of a panel title (16 px) that fit across a phone's ~330 px plot
 # An x axis title is 14 px, ~6 px a character (measured at 390 px: "token baru dalam satu forward
-# (skala" is 217 px): it holds 1.2x a panel title's characters, 48 across a phone's ~300 px plot.
+# (skala log)" is 243 px, centred on a ~290 px plot in a 361 px chart): it holds 1.1x a panel
+# title's characters, 44, with room for wide letters (~6.5 px) on a phone.
 # The server cannot know the screen's width, so a title wrapped for a phone is wrapped on a
 # desktop too: wrapping only what a phone really cuts keeps "(skala log)" on one line there.
-AXIS_TITLE_CHARS = 1.2
+AXIS_TITLE_CHARS = 1.1
 WIDE_PANELS = 3         # panels side by side from which a figure keeps WIDE_PX on a phone
 PANEL_FILL = 0.8        # of a panel's share of `chars`: the y axes' labels and margins take the rest of the width
 CHAR_PX = 7                        # an axis title's character width, px
