@@ -92,6 +92,20 @@ class _LocalFormatter(string.Formatter):
             return format_number(value, format_spec, self.lang)
         return super().format_field(value, format_spec)
 
+    def vformat(self, format_string, args, kwargs):
+        """As str.format, except that a field inside a `code` span is written as Python writes it
+        (`length_penalty=-1.5`, not −1,5: code a reader may copy stays code)."""
+        out, in_code = [], False
+        for literal, field, spec, conversion in self.parse(format_string):
+            out.append(literal)
+            in_code ^= literal.count("`") % 2 == 1
+            if field is None:
+                continue
+            value = self.convert_field(self.get_field(field, args, kwargs)[0], conversion)
+            spec = self.vformat(spec, args, kwargs) if spec and "{" in spec else spec or ""
+            out.append(format(value, spec) if in_code else self.format_field(value, spec))
+        return "".join(out)
+
 
 # "{n} token(s)": the count written just before the "(s)" (at most a few words back) decides it.
 _PLURAL = re.compile(r"(?<![\w.,])(\d[\d.,]*)((?:[ /-][^\s(),;:]+){1,3}?)\(s\)")

@@ -120,3 +120,17 @@ def test_a_negative_number_is_written_with_one_minus_sign(lang):
     # The URL parameter a visitor typed is quoted as the URL writes it (machine-readable), the rest shown.
     note = Texts("common", lang)("note_clamped", name="b", value="-12", lo=-10.0, hi=10.0, used=-10.0)
     assert "`b=-12`" in note and f"[{MINUS}10" in note and "-10" not in note, note
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_a_number_inside_code_is_written_as_python_writes_it(lang):
+    """beam-search's check names `generate(num_beams=4, length_penalty={a:g}, ...)`: with α = −1
+    (the slider's low end) the code read `length_penalty=−1`, and in Indonesian `0,5`, which no
+    one can paste. Inside a code span a number stays Python's; outside it is the language's."""
+    from lib.ui.i18n import MINUS, Texts
+
+    text = Texts("beam-search", lang)("check_generate", b=4, a=-1.5, es=False)
+    assert "`generate(num_beams=4, length_penalty=-1.5, early_stopping=False, do_sample=False)`" in text, text
+    note = Texts("common", lang)("note_clamped", name="a", value=-1.5, lo=-1.0, hi=3.0, used=-1.0)
+    assert "`a=-1.5`" in note and f"{MINUS}1" in note.split("`")[2], note
+    assert Texts("logit-bias", lang)("change_title", b=-0.5, n=1, T=2.0).count(MINUS + ("0.5" if lang == "en" else "0,5")) == 1
