@@ -42,7 +42,7 @@ page.figure(fig, "top_logits", {"token": labels, "engine_logit": list(vc.engine_
 st.subheader(t("layers_title"))
 fig = plots.layer_errors([lc.layer for lc in lcs], [lc.rel for lc in lcs], [lc.layer_type for lc in lcs],
                          checks.LAYER_REL_TOL, {"title": t("fig_layers_title", T=len(ids)), "x": t("axis_layer"),
-                                                "y": t("axis_rel"), "tol": t("fig_tol")})
+                                                "y": t("axis_rel"), "tol": t("fig_tol")}, t.num)
 page.figure(fig, "layer_errors", {"layer": [lc.layer for lc in lcs], "relative_error": [lc.rel for lc in lcs],
                                   "max_abs_diff": [lc.max_diff for lc in lcs]})
 

@@ -68,7 +68,7 @@ if page.predict("reuse", t("predict_reuse_q", nb=len(B), bs=bs), options, res.n_
                 format_func=lambda k: t("predict_reuse_opt", k=k)):
     labels = {"hit": t("hit"), "miss": t("miss"), "partial": t("partial"), "new": t("b_short"), "cached": t("a_short"),
               "x": t("chain_x"), "title": t("chain_title", bs=bs)}
-    fig = plots.hash_chain(block_hashes(A, bs), rows, labels)
+    fig = plots.hash_chain(block_hashes(A, bs), rows, labels, present=page.present)
     page.figure(fig, "hash_chain", {"block": [r.index for r in rows], "first_token": [r.start for r in rows],
                                     "tokens": [r.n_tokens for r in rows], "hash_new": [r.hash_new for r in rows],
                                     "hash_cached": [r.hash_cached for r in rows], "hit": [r.hit for r in rows]},

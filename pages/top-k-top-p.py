@@ -83,7 +83,8 @@ with st.expander(t("gen_table")):
 # ---- top-k vs top-p on the same distribution; stage order -----------------------------------
 sets = runtime.cached(tkp.kept_sets)(logits, T, k, p)
 set_tokens = token_texts(m.tokenizer, sets.ids)
-L = {k_: t(f"sets_{k_}") for k_ in ("both", "only_k", "only_p", "neither", "x", "y")}
+L = {k_: t(f"sets_{k_}") for k_ in ("both", "only_k", "only_p", "neither", "y")}
+L["x"] = t("sets_x", n=len(sets.ids))          # the title counts the vocabulary; the bars are the first n
 L["title"] = t("sets_title", both=sets.both, ok=sets.only_k, op=sets.only_p)
 page.figure(plots.kept_sets_figure(sets, set_tokens, L, fmt=t.num), "kept_sets",
             {"rank": list(range(1, len(sets.ids) + 1)), "token": set_tokens, "prob": sets.probs.tolist(),

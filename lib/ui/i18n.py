@@ -6,6 +6,7 @@ sidebar choice; it is kept in the session so page switches keep it (see `current
 from __future__ import annotations
 
 import numbers
+import re
 import string
 import tomllib
 from functools import lru_cache
@@ -64,13 +65,19 @@ def publish_lang(lang: str) -> None:
 SEPARATORS = {"en": ".,", "id": ",."}
 
 
+# The one minus sign of displayed numbers (U+2212, as Plotly's ticks draw it), never the hyphen.
+MINUS = "\u2212"
+
+
 def format_number(value, spec: str = "", lang: str = "en") -> str:
     """`format(value, spec)` written the way `lang` writes numbers:
-    format_number(20000, ",", "id") -> "20.000"; format_number(0.5, ".1f", "id") -> "0,5"."""
+    format_number(20000, ",", "id") -> "20.000"; format_number(0.5, ".1f", "id") -> "0,5";
+    format_number(-3, ".1f", "id") -> "−3,0" (a true minus, in the exponent too: "2.5e−06").
+    Display text only: URL values and CSV downloads keep Python's own "-3.0"."""
     text = format(value, spec)
     if SEPARATORS.get(lang, ".,") != ".,":
         text = text.translate(str.maketrans({",": ".", ".": ","}))
-    return text
+    return text.replace("-", MINUS)
 
 
 class _LocalFormatter(string.Formatter):
@@ -85,6 +92,32 @@ class _LocalFormatter(string.Formatter):
             return format_number(value, format_spec, self.lang)
         return super().format_field(value, format_spec)
 
+    def vformat(self, format_string, args, kwargs):
+        """As str.format, except that a field inside a `code` span is written as Python writes it
+        (`length_penalty=-1.5`, not −1,5: code a reader may copy stays code)."""
+        out, in_code = [], False
+        for literal, field, spec, conversion in self.parse(format_string):
+            out.append(literal)
+            in_code ^= literal.count("`") % 2 == 1
+            if field is None:
+                continue
+            value = self.convert_field(self.get_field(field, args, kwargs)[0], conversion)
+            spec = self.vformat(spec, args, kwargs) if spec and "{" in spec else spec or ""
+            out.append(format(value, spec) if in_code else self.format_field(value, spec))
+        return "".join(out)
+
+
+# "{n} token(s)": the count written just before the "(s)" (at most a few words back) decides it.
+_PLURAL = re.compile(r"(?<![\w.,])(\d[\d.,]*)((?:[ /-][^\s(),;:]+){1,3}?)\(s\)")
+
+
+def plurals(text: str) -> str:
+    """An English text's "(s)" made singular or plural by the count before it: "1 shared
+    key/value head(s)" -> "1 shared key/value head", "3 token(s)" -> "3 tokens" (issue 33: a
+    heading read "1 shared key/value head(s)" on the projector). A "(s)" with no count before
+    it stays."""
+    return _PLURAL.sub(lambda m: m.group(1) + m.group(2) + ("" if m.group(1) == "1" else "s"), text)
+
 
 class Texts:
     """T("key", n=3) -> the text in the current language, formatted with str.format
@@ -97,7 +130,7 @@ class Texts:
 
     def __call__(self, key: str, **fmt) -> str:
         s = self.table[key]
-        return self._formatter.format(s, **fmt) if fmt else s
+        return plurals(self._formatter.format(s, **fmt)) if fmt else s
 
     def num(self, value, spec: str = "") -> str:
         """One number written for this language (tables, legends, hover texts)."""

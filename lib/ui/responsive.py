@@ -86,7 +86,13 @@ def legend_below(fig: go.Figure) -> None:
     fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=-0.25, yanchor="top"))
 
 
-PHONE_CHARS = 40        # characters of an axis or panel title (16 px) that fit across a phone's ~330 px plot
+PHONE_CHARS = 40        # characters of a panel title (16 px) that fit across a phone's ~330 px plot
+# An x axis title is 14 px, ~6 px a character (measured at 390 px: "token baru dalam satu forward
+# (skala log)" is 243 px, centred on a ~290 px plot in a 361 px chart): it holds 1.1x a panel
+# title's characters, 44, with room for wide letters (~6.5 px) on a phone.
+# The server cannot know the screen's width, so a title wrapped for a phone is wrapped on a
+# desktop too: wrapping only what a phone really cuts keeps "(skala log)" on one line there.
+AXIS_TITLE_CHARS = 1.1
 WIDE_PANELS = 3         # panels side by side from which a figure keeps WIDE_PX on a phone
 PANEL_FILL = 0.8        # of a panel's share of `chars`: the y axes' labels and margins take the rest of the width
 CHAR_PX = 7                        # an axis title's character width, px
@@ -134,7 +140,7 @@ def wrap_for_phones(fig: go.Figure, chars: int = PHONE_CHARS) -> int:
     for ax in _axes(fig, "x"):
         d = ax.domain or (0, 1)
         before = ax.title.text
-        ax.title.text = _wrap(before, int(chars * (d[1] - d[0])))
+        ax.title.text = _wrap(before, int(chars * AXIS_TITLE_CHARS * (d[1] - d[0])))
         if ax.title.text != before:
             below = max(below, ax.title.text.count("<br>"))
     leg = fig.layout.legend
@@ -230,6 +236,18 @@ def _present(fig: go.Figure) -> None:
         leg.y = -gap / max(fig.layout.height - edges, 100)
 
 
+BAR_TEXT_PX = 10             # the smallest a bar's own label is drawn at
+
+
+def bar_labels_readable(fig: go.Figure) -> None:
+    """Plotly shrinks a bar's label to the bar's width: on a phone's 16 narrow bars "208" came
+    out ~7 px beside "16" at 12 px. Every bar label of the figure is drawn at one size, at least
+    BAR_TEXT_PX (`uniformtext`, mode "show"), unless the figure chose its own."""
+    if fig.layout.uniformtext.minsize is None and any(tr.type == "bar" and (tr.text is not None or tr.texttemplate)
+                                                      for tr in fig.data):
+        fig.update_layout(uniformtext=dict(minsize=BAR_TEXT_PX, mode="show"))
+
+
 def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = None,
                  wide: bool = False) -> tuple[go.Figure, str | None]:
     """(the figure to draw on the page, its title as HTML or None): a copy of `fig` without
@@ -253,6 +271,7 @@ def shown_figure(fig: go.Figure, present: bool = False, own_top: float | None = 
                             legend_maxheight=0.9)
     shown.update_xaxes(automargin=True)
     shown.update_yaxes(automargin=True)
+    bar_labels_readable(shown)
     if present:
         _present(shown)
         legend_clear_of_axis(shown, PRESENT_PLOT_PX, TICK_CHAR_PX, PRESENT_FONT + 6, PRESENT_FONT + 8,

@@ -96,7 +96,7 @@ class UrlState:
     def _clamp(self, name: str, value, lo, hi):
         if value < lo or value > hi:
             clamped = min(max(value, lo), hi)
-            self.notes.append(self.t("note_clamped", name=name, value=value, lo=lo, hi=hi, used=clamped))
+            self.notes.append(self.t("note_clamped", name=name, value=f"{value:g}", lo=lo, hi=hi, used=clamped))
             return clamped
         return value
 
@@ -125,9 +125,11 @@ class UrlState:
         # in every language. A whole number of 4+ digits (4,096 / 4.096) or a decimal under a
         # decimal-comma language is a select_slider over the same grid, written by `t.num`.
         # A select_slider sends every option to the browser: past MAX_GRID steps (a step-1 range
-        # of thousands) the plain slider stays, ungrouped.
-        grouped = is_int and max(abs(lo), abs(hi)) >= 1000 and (hi - lo) // (step or 1) < MAX_GRID
-        comma = not is_int and lang != "en"
+        # of thousands) the plain slider stays, ungrouped. A range below zero is written by `t.num`
+        # too: printf's minus is a hyphen ("-3.0"), the app's is "−" (U+2212) in both languages.
+        signed = lo < 0
+        grouped = is_int and (max(abs(lo), abs(hi)) >= 1000 or signed) and (hi - lo) // (step or 1) < MAX_GRID
+        comma = not is_int and (lang != "en" or signed)
         kind = "grouped" if grouped else "comma" if comma else "plain"
         self._keep_value_across_widget_kinds(key, kind)
         digits = None if is_int else slider_digits(step, fmt)

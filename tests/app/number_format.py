@@ -12,6 +12,7 @@ every number written the wrong way for `lang`:
   English grouping of two or more groups ("1,000,000");
 - in both, an integer of 5 or more digits without a separator ("12345") is wrong, and so is a
   4-digit one ("4819 → 5.281 ms") unless a named rule below exempts it;
+- a hyphen-minus before a number ("-3,0"): the app's minus sign is "−" in both languages;
 - numbers that run into each other: in id a list of decimal-comma numbers joined by ", "
   ("(17, 19,3 dtk)") reads as one number; in both, two numbers separated by one space
   ("4 sink + 28 31,66") read as one.
@@ -44,6 +45,9 @@ ID_HEADER = re.compile(r"\bids?\b", re.I)
 EN_OK = re.compile(r"^(?:[1-9]\d{0,2}(?:,\d{3})+|\d{1,4})(?:\.\d+)?$")
 ID_OK = re.compile(r"^(?:[1-9]\d{0,2}(?:\.\d{3})+|\d{1,4})(?:,\d+)?$")
 RUN_IN_ID = re.compile(r"(?<![\w.,])\d+, \d+,\d+")           # "17, 19,3": a list of decimal commas
+# A hyphen-minus before a number standing alone ("-3,0", "(-22.4"): the app writes "−" (U+2212).
+# Not after a letter, digit or bracket ("log-odds", "e-06", "5-10", "top-5" stay).
+HYPHEN_MINUS = re.compile(r"(?<![\w.,)\]}>-])-(?=\d)")
 RUN_IN_SPACE = re.compile(r"(?<![\w.,−-])\d+(?:[.,]\d+)* \d+(?:[.,]\d+)*(?![\w×])")    # "28 31,66"
 
 
@@ -82,6 +86,8 @@ def bad_numbers(text: str, lang: str) -> list[str]:
             bad = True                                           # 4819 ms: 4 digits want a separator
         if bad:
             found.append(f"“{text[max(0, m.start() - 25):m.end() + 25]}” ({num})")
+    for m in HYPHEN_MINUS.finditer(text):
+        found.append(f"“{text[max(0, m.start() - 25):m.end() + 25]}” (a hyphen for a minus sign)")
     runs = [RUN_IN_SPACE] + ([RUN_IN_ID] if lang == "id" else [])
     for pattern in runs:
         for m in pattern.finditer(text):

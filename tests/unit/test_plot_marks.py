@@ -3,6 +3,7 @@ decades (or a few round values in full), in the page language."""
 import math
 
 import numpy as np
+import pytest
 import plotly.graph_objects as go
 
 from lib.concepts.plot_marks import MAX_DECADE_TICKS, decade_axis, decade_ticks, log_x_vline, log_y_hline
@@ -93,3 +94,21 @@ def test_label_rows_stack_labels_that_would_overlap():
     assert label_rows([0.0, 1.5, 3.0], 4.0) == [0, 0, 0]      # far apart: one row
     assert label_rows([], 4.0) == []
     assert label_rows([2.0, 0.0, 2.1], 4.0) == [0, 0, 1]      # order of the input does not matter
+
+
+def test_model_checks_error_axis_writes_one_style_of_tick():
+    """Issue 33 re-look: model-check's log axis read "100µ", "1µ" beside "0,01" (Plotly's SI
+    suffixes and decimals on one axis). Its ticks are set: powers of ten (10⁻⁶ … 10⁻²), no SI."""
+    from lib.concepts.model_check.figures import layer_errors
+    from lib.ui.i18n import format_number
+
+    rel = [3e-6 * (1 + i) for i in range(17)] + [2e-3]
+    for lang in ("en", "id"):
+        fig = layer_errors(range(18), rel, ["sliding_attention"] * 18, 1e-2, dict(title="t", x="x", y="y", tol="tol"),
+                           lambda v, spec="": format_number(v, spec, lang))
+        y = fig.layout.yaxis
+        assert y.type == "log" and y.tickmode == "array", lang
+        assert list(y.ticktext) == [f"10<sup>−{k}</sup>" for k in (6, 5, 4, 3, 2)], y.ticktext
+        assert not any(s in "".join(y.ticktext) for s in ("µ", "m", "0,0", "0.0", "-")), y.ticktext
+        (label,) = [a for a in fig.layout.annotations if a.text == "tol"]
+        assert label.y == pytest.approx(-2)                 # the tolerance's label at its line (log10 units), not at 10^0.01

@@ -151,3 +151,30 @@ def test_a_line_label_above_the_plot_gets_a_top_margin_instead_of_being_cut():
     inside = _fig()
     inside.add_vline(x=1, annotation_text="inside", annotation_position="top left")    # y = 1, anchored at its top
     assert responsive.shown_figure(inside)[0].layout.margin.t == 12
+
+
+def test_bar_labels_are_drawn_at_one_readable_size_not_shrunk_to_the_bar():
+    """Issue 33 re-look: top-k-top-p's 16 nucleus bars on a phone printed '136', '208' at ~7 px
+    (Plotly shrinks a label to its bar) beside '16' at 12 px."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Bar(x=list(range(16)), y=[136, 8, 208] + [10] * 13, text=["136", "8", "208"] + ["10"] * 13,
+                           textposition="outside"))
+    shown, _ = responsive.shown_figure(fig)
+    assert shown.layout.uniformtext.minsize >= 10 and shown.layout.uniformtext.mode == "show"
+    own = go.Figure(go.Bar(x=[1], y=[1], text=["a"]), layout=dict(uniformtext=dict(minsize=12, mode="hide")))
+    assert responsive.shown_figure(own)[0].layout.uniformtext.minsize == 12            # a figure's own stays
+    plain = go.Figure(go.Bar(x=[1], y=[1]))
+    assert responsive.shown_figure(plain)[0].layout.uniformtext.minsize is None         # no labels: untouched
+
+
+def test_an_x_axis_title_a_phone_holds_is_not_wrapped_anywhere():
+    """Issue 33 re-look: chunked-prefill's "token baru dalam satu forward (skala log)" (41
+    characters, ~250 px at 14 px on a phone's ~300 px plot) was wrapped before "log)" on every
+    screen, the desktop's too (the server cannot tell the width). A title a phone holds stays
+    one line; a longer one is still wrapped."""
+    fits = "token baru dalam satu forward (skala log)"
+    shown, _ = responsive.shown_figure(_fig(xaxis_title=fits))
+    assert shown.layout.xaxis.title.text == fits
+    long = "token baru dalam satu forward pass (skala log, tebal)"
+    assert "<br>" in responsive.shown_figure(_fig(xaxis_title=long))[0].layout.xaxis.title.text

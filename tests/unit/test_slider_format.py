@@ -52,11 +52,12 @@ def test_slider_digits_follow_the_format_then_the_step():
     assert slider_digits(0.1, "%.3f") == 3
 
 
-@pytest.mark.parametrize("name,en,id_", [("N", "4,096", "4.096"), ("T", "1.0", "1,0"), ("b", "-3.0", "-3,0"),
+@pytest.mark.parametrize("name,en,id_", [("N", "4,096", "4.096"), ("T", "1.0", "1,0"), ("b", "−3.0", "−3,0"),
                                          ("c", "0", "0"), ("p", "0.90", "0,90"), ("k", "40", "40")])
 def test_a_slider_reads_the_same_in_both_languages(name, en, id_):
     """Issue 33: beam-search's T read 1.00 / 1,0, logit-bias's bias -3.00 / -3,0, the softmax
-    shift 0.00 / 0, attention-sinks' N 4096 in both."""
+    shift 0.00 / 0, attention-sinks' N 4096 in both. A bias below zero is written with the
+    app's minus "−" in both languages (issue 33's re-look: printf's hyphen "-3.0")."""
     a, b = _run("en"), _run("id")
     assert not a.exception and not b.exception
     assert (_shown(a, name), _shown(b, name)) == (en, id_)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.concepts.beam_search.beam_search import FINISHED, KEPT, BeamRecord
+from lib.concepts.beam_search.beam_search import FINISHED, KEPT, PRUNED, BeamRecord
 from lib.concepts.plot_marks import LABEL_STEP_PX, decade_axis, label_rows
 
 COLORS = {KEPT: "#1f77b4", FINISHED: "#2ca02c", "cut": "#ff7f0e", "pruned": "#b0b0b0", "win": "#d62728"}
@@ -23,6 +23,34 @@ def _say(text, **fields) -> str:
     return text(**fields) if callable(text) else text.format(**fields)
 
 
+PRUNED_ROW = 0.3      # the height of a rank no labelled node uses, in rows of a labelled one
+
+
+def _labelled_ranks(record: BeamRecord) -> set[int]:
+    return {c.rank for c in record.candidates if c.fate != PRUNED}
+
+
+def rank_rows(record: BeamRecord, K: int) -> list[float]:
+    """The y of each rank (0 at the top, going down): a rank where some node carries a token label
+    (kept, finished, cut) takes a whole row, a rank only pruned candidates reach PRUNED_ROW of one.
+    Issue 33 re-look: 20 equal rows put the 4 beams' labels in the top fifth, crowding each other."""
+    labelled, ys, y = _labelled_ranks(record), [], 0.0
+    for r in range(K):
+        ys.append(y)
+        y -= 1.0 if r in labelled or r + 1 in labelled else PRUNED_ROW
+    return ys
+
+
+def _rank_ticks(record: BeamRecord, row_y: list[float]) -> list[int]:
+    """The ranks numbered on the axis: every labelled one, then every 5th and the last where a
+    whole row is free above them."""
+    labelled, shown = _labelled_ranks(record), []
+    for r in range(len(row_y)):
+        if r in labelled or ((r + 1) % 5 == 0 or r == len(row_y) - 1) and (not shown or row_y[shown[-1]] - row_y[r] >= 0.9):
+            shown.append(r)
+    return shown
+
+
 def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, float], winner: int,
                 stop_step: int, labels: dict[str, str], upto: int | None = None) -> go.Figure:
     """Beam tree: x = generated token number, y = the candidate's rank by Σ log p at its step
@@ -33,8 +61,10 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
     `labels["hover"]` / `labels["hover_score"]`: a text with {tok} {n} {lp} {cum} {fate} {rank} /
     {score} fields, or a callable taking them as keywords (the page's `t(key, **fields)`, so
     the numbers are written in the page's language)."""
-    y = np.array([-float(c.rank) for c in record.candidates])   # root (the prompt) at y = 0
     last = record.n_steps - 1 if upto is None else min(upto, record.n_steps - 1)
+    K = max((c.rank for c in record.candidates), default=0) + 1
+    row_y = rank_rows(record, K)
+    y = np.array([row_y[c.rank] for c in record.candidates])   # root (the prompt) at y = 0
     win = winner_path(record, winner) if last == record.n_steps - 1 else set()
     fig = go.Figure()
     ex, ey, wx, wy = [], [], [], []
@@ -86,9 +116,9 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
         fig.add_vrect(x0=stop_step + 1.5, x1=last + 1.5, fillcolor="grey", opacity=0.12, line_width=0,
                       annotation_text=labels["after_stop"], annotation_position="top left")
     fig.update_xaxes(title_text=labels["x"], dtick=1, range=[-1.2, record.n_steps + 0.7])
-    K = max((c.rank for c in record.candidates), default=0) + 1
-    fig.update_yaxes(title_text=labels["y"], tickvals=[-r for r in range(K)], ticktext=[str(r + 1) for r in range(K)],
-                     range=[-K + 0.4, 0.8])
+    ticks = _rank_ticks(record, row_y)
+    fig.update_yaxes(title_text=labels["y"], tickvals=[row_y[r] for r in ticks], ticktext=[str(r + 1) for r in ticks],
+                     range=[row_y[-1] - 0.6, 0.8])
     fig.update_layout(title=labels["title"], height=max(420, 24 * K + 160), hovermode="closest",
                       legend=dict(orientation="v", y=-0.12, yanchor="top", x=0, xanchor="left"))
     return fig            # the legend a column at the left: on a phone the tree scrolls sideways, the legend is all in view

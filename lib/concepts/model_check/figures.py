@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from lib.concepts.plot_marks import decade_axis, log_y_hline
 
-def layer_errors(layers, rel, kinds, tol: float, texts: dict) -> go.Figure:
+
+def layer_errors(layers, rel, kinds, tol: float, texts: dict, fmt=format) -> go.Figure:
+    """The log y axis is labelled by `decade_ticks` (one style: powers of ten, 10⁻⁶, or numbers in
+    full, written by `fmt`), not Plotly's SI suffixes beside decimals ("100µ", "1µ", "0,01")."""
     colors = ["#1f77b4" if k == "sliding_attention" else "#d62728" for k in kinds]
-    fig = go.Figure(go.Bar(x=list(layers), y=[max(r, 1e-12) for r in rel], marker_color=colors,
+    drawn = [max(r, 1e-12) for r in rel]
+    fig = go.Figure(go.Bar(x=list(layers), y=drawn, marker_color=colors,
                            hovertemplate="%{x}: %{y:.2e}<extra></extra>"))
-    fig.add_hline(y=tol, line_dash="dash", annotation_text=texts["tol"])
+    log_y_hline(fig, tol, texts["tol"], line_dash="dash", line_color="black")    # labelled at the line, in log10 units
     fig.update_layout(title=texts["title"], xaxis_title=texts["x"], yaxis_title=texts["y"], yaxis_type="log",
                       height=360, margin=dict(t=60, b=40))
     fig.update_xaxes(tickmode="linear", dtick=1)
+    decade_axis(fig, "y", [drawn, tol], fmt)
     return fig
 
 

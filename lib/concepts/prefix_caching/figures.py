@@ -9,14 +9,20 @@ HIT, MISS, PARTIAL, CACHED = "#54A24B", "#E45756", "#BBBBBB", "#4C78A8"
 CHAIN_PX = 600              # the blocks' width where narrowest: drawn wide (responsive.WIDE_PX = 720) less the row labels
 BLOCK_CHAR = 0.62           # a character's width per px of font size
 BLOCK_FONT = (7, 10)        # the labels' font size, px: the smallest, the largest
+# The presenter view (a 1280x720 projector): the chart is ~1,230 px wide, ~1,050 px of blocks, and
+# lib/ui/responsive.py grows every annotation by PRESENT_GROWTH (its PRESENT_SCALE) afterwards.
+PRESENT_CHAIN_PX, PRESENT_GROWTH = 1050, 1.3
+PRESENT_FONT = (11, 15)     # before that growth: 14-20 px on the screen (7-10 px read as ~9-13 there)
 
 
-def block_font(n_blocks: int, texts) -> int:
+def block_font(n_blocks: int, texts, present: bool = False) -> int:
     """The labels' font size (px) at which the longest line of `texts` fits one block (0.8 of
-    its column of CHAIN_PX / n_blocks), between BLOCK_FONT's bounds."""
+    its column of CHAIN_PX / n_blocks), between BLOCK_FONT's bounds; `present`: the projector's
+    wider blocks and larger bounds, before the presenter view's growth."""
     chars = max((len(line) for t in texts for line in t.split("<br>")), default=1)
-    fits = 0.8 * CHAIN_PX / max(n_blocks + 0.1, 1) / (BLOCK_CHAR * chars)
-    return int(max(BLOCK_FONT[0], min(BLOCK_FONT[1], fits)))
+    width, (lo, hi) = (PRESENT_CHAIN_PX / PRESENT_GROWTH, PRESENT_FONT) if present else (CHAIN_PX, BLOCK_FONT)
+    fits = 0.8 * width / max(n_blocks + 0.1, 1) / (BLOCK_CHAR * chars)
+    return int(max(lo, min(hi, fits)))
 
 
 def short_hash(h: str) -> str:
@@ -25,17 +31,17 @@ def short_hash(h: str) -> str:
     return f"0x{h[:4]}"
 
 
-def hash_chain(rows_cached: list[str], rows: list, labels: dict[str, str]) -> go.Figure:
+def hash_chain(rows_cached: list[str], rows: list, labels: dict[str, str], present: bool = False) -> go.Figure:
     """Two rows of blocks: the cached prompt's chained hashes, and the new prompt's blocks
     coloured hit / miss / partial (never cached), each labelled with its hash, in a font that
-    fits the block (`block_font`: the words are longer in Indonesian)."""
+    fits the block (`block_font`: the words are longer in Indonesian; `present`: a projector's)."""
     fig = go.Figure()
     blocks = [(i, 1, CACHED, f"#{i}<br>{short_hash(h)}") for i, h in enumerate(rows_cached)]
     for r in rows:
         color = HIT if r.hit else PARTIAL if not r.hash_new else MISS
         word = labels["hit"] if r.hit else labels["partial"] if not r.hash_new else labels["miss"]
         blocks.append((r.index, 0, color, f"#{r.index}<br>{short_hash(r.hash_new) if r.hash_new else '—'}<br>{word}"))
-    size = block_font(max(len(rows_cached), len(rows), 1), [b[3] for b in blocks])
+    size = block_font(max(len(rows_cached), len(rows), 1), [b[3] for b in blocks], present)
     for x, y, color, text in blocks:
         _block(fig, x, y, color, text, size)
     for r in rows:
