@@ -89,10 +89,14 @@ def test_emoji_and_non_latin_prompts():
         assert not at.exception, text
 
 
-def test_huge_prompt_is_truncated_with_a_note():
-    at = open_page("temperature", {"prompt": "word " * 1500})
+@pytest.mark.parametrize("lang,count", [("en", "1,502"), ("id", "1.502")])
+def test_huge_prompt_is_truncated_with_a_note(lang, count):
+    """The note writes the prompt's token count (1,500 words, BOS and one more) for the
+    language: it printed "1502"."""
+    at = open_page("temperature", {"prompt": "word " * 1500, "lang": lang})
     assert not at.exception
-    assert any("256" in i.value for i in at.info)
+    notes = [i.value for i in at.info]
+    assert any("256" in n and count in n for n in notes), notes
 
 
 def test_an_english_default_prompt_says_why_under_indonesian():
