@@ -5,7 +5,7 @@ import streamlit as st
 from lib.ui import runtime
 from lib.concepts.beam_search import beam_rerank, beam_search, beam_steps, checks
 from lib.decoding import generate
-from lib.concepts.beam_search.beam_search_hf import generate_beam_search, search_with_parity
+from lib.concepts.beam_search.beam_search_hf import generate_beam_search, replays, search_record
 from lib.concepts.beam_search import figures as plots
 from lib.decoding.sampling import SamplingConfig
 from lib.decoding.stop_tokens import STOP_KINDS, end_token_ids
@@ -64,10 +64,23 @@ if num_beams == 1:
 
 # ---- the model call: one search to max_new_tokens (cached), then everything is re-ranking --
 with st.spinner(t("running", b=num_beams, n=n_new)):
-    rec, parity = runtime.cached(search_with_parity)(m.engine, prompt.ids, num_beams, n_new, ends,
-                                                      checks.PARITY_ALPHAS, checks.PARITY_MODES)
+    rec = runtime.cached(search_record)(m.engine, prompt.ids, num_beams, n_new, ends)
 sel = beam_search.select(rec, alpha, early_stopping)
 sweep = beam_rerank.sweep(rec, SWEEP, early_stopping)
+# Started now, collected where they are shown: the figures below need only the record (issue 29).
+# The greedy and sampled continuations run one after the other in one thread (each alone, as
+# before: no batched rows that could move a logit's last bits); the checks' inputs (the replays on
+# the search's logits, transformers' generate at this alpha, the winners re-scored) run meanwhile.
+compare = runtime.start(lambda: (
+    runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(0.0), 0, n_new, ends),
+    runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(T), seed, n_new, ends)))
+winners = checks.winners_over_alpha(rec, sweep)
+later = runtime.start(
+    lambda: runtime.cached(replays)(m.engine, prompt.ids, num_beams, n_new, ends, checks.PARITY_ALPHAS,
+                                    checks.PARITY_MODES),
+    lambda: runtime.cached(generate_beam_search)(m.engine, prompt.ids, num_beams, n_new, ends, alpha,
+                                                 early_stopping),
+    lambda: runtime.cached(beam_search.sequence_logprobs)(m.engine, prompt.ids, winners))
 hyps = rec.hypotheses
 texts = [m.tokenizer.decode(list(h.tokens)) for h in hyps]
 shown = [s.replace("\n", "⏎") for s in texts]
@@ -178,8 +191,7 @@ st.markdown(t("prob_line", n=len(hyps), P=pv.total_prob, Q=pv.total_exp_score, a
 # ---- greedy and sampling on the same prompt -------------------------------------------------
 st.subheader(t("compare_title"))
 with st.spinner(t("running_compare", n=n_new)):
-    greedy = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(0.0), 0, n_new, ends)
-    sampled = runtime.cached(generate.continuation)(m.engine, prompt.ids, SamplingConfig(T), seed, n_new, ends)
+    (greedy, sampled), = compare.results()
 cmp_rows = []
 for name, toks, S in ((t("cmp_beam", b=num_beams, a=alpha), hyps[sel.best].tokens, hyps[sel.best].sum_logprob),
                       (t("cmp_greedy"), tuple(s.token for s in greedy), beam_rerank.steps_logprob(greedy)),
@@ -195,10 +207,7 @@ page.notice()
 
 # ---- live checks (lib/concepts/beam_search/checks.py) -------------------------------------
 with st.spinner(t("running_generate", b=num_beams, a=alpha)):
-    theirs = runtime.cached(generate_beam_search)(m.engine, prompt.ids, num_beams, n_new, ends, alpha, early_stopping)
-winners = checks.winners_over_alpha(rec, sweep)
-with st.spinner(t("running_rescore", k=len(winners))):
-    rescored = runtime.cached(beam_search.sequence_logprobs)(m.engine, prompt.ids, winners)
+    parity, theirs, rescored = later.results()
 page.checks(checks.page_checks(rec, sel, theirs, parity, sweep, rescored, t))
 page.try_this()
 page.code(beam_search.beam_search, beam_search.select, beam_search.FinishedPool, beam_rerank.crossing_alpha,

@@ -43,16 +43,20 @@ cfg = SamplingConfig(T, top_p=None if top_p >= 1.0 else top_p)
 with st.spinner(t("running")):
     p, qs = runtime.cached(early_exit_distributions)(m.engine, prompt.ids, cfg)      # (V,), (L, V)
     q = qs[k - 1]
-    blk = runtime.cached(speculative_decode.early_exit_block)(m.engine, prompt.ids, k, gamma, cfg, seed)
-with st.spinner(t("mc_running", n=n_trials)):
-    exact = runtime.cached(speculative.monte_carlo)(p, q, n_trials, seed, "residual")
-    broken = runtime.cached(speculative.monte_carlo)(p, q, n_trials, seed, wrong)
-with st.spinner(t("running")):
-    g_run = runtime.cached(speculative_decode.early_exit_greedy)(m.engine, prompt.ids, k, gamma, GREEDY_CHECK_TOKENS)
-    plain = runtime.cached(generate.greedy)(m.engine, prompt.ids, len(g_run.new_ids)).new_ids
-    steps = runtime.cached(step_fit.step_fits)(p, q)
-results = checks.page_checks(checks.AcceptanceInputs(p, q, exact, broken, g_run.new_ids, plain, g_run.target_calls,
-                                                     steps), t)
+
+
+def _greedy_pair():
+    """The early-exit speculative greedy run and plain greedy decoding over as many tokens."""
+    g = runtime.cached(speculative_decode.early_exit_greedy)(m.engine, prompt.ids, k, gamma, GREEDY_CHECK_TOKENS)
+    return g, runtime.cached(generate.greedy)(m.engine, prompt.ids, len(g.new_ids)).new_ids
+
+
+# Started now, collected where they are shown (issue 29): the first figures need only p and q.
+block_job = runtime.start(
+    lambda: runtime.cached(speculative_decode.early_exit_block)(m.engine, prompt.ids, k, gamma, cfg, seed))
+mc_job = runtime.start(lambda: runtime.cached(speculative.monte_carlo)(p, q, n_trials, seed, "residual"),
+                       lambda: runtime.cached(speculative.monte_carlo)(p, q, n_trials, seed, wrong))
+check_job = runtime.start(_greedy_pair, lambda: runtime.cached(step_fit.step_fits)(p, q))
 b = speculative.breakdown(p, q, TOP)
 tokens = token_texts(m.tokenizer, b.token_ids) + [t("rest")]
 
@@ -75,6 +79,8 @@ if page.predict("alpha", t("q_alpha", k=k, L=L), range(len(ALPHA_BINS)), bin_i,
 
 # ---- one gamma-token block on the real text, one verification step per click ---------------------
 st.subheader(t("block_title", g=gamma, k=k))
+with st.spinner(t("running")):
+    blk, = block_job.results()
 n_steps = len(blk.u) + 1                       # each verified proposal, then the residual / bonus draw
 step_key = page.state._key("step")
 
@@ -121,6 +127,8 @@ if shown == n_steps:
 
 # ---- Monte Carlo of the accept / correct step ---------------------------------------------
 st.subheader(t("mc_title"))
+with st.spinner(t("mc_running", n=n_trials)):
+    exact, broken = mc_job.results()
 fit_exact = speculative.fit_test(exact.outputs, p)
 fit_broken = speculative.fit_test(broken.outputs, p)
 follows = fit_broken.p_value > checks.FIT_LEVEL
@@ -141,7 +149,10 @@ if page.predict("broken", t("q_broken", v=t(f"wrong_{wrong}"), n=n_trials), ("ye
                   chi_b=fit_broken.chi2, dof_b=fit_broken.dof, pv_b=fit_broken.p_value, tv_b=fit_broken.tv))
 
 page.notice()
-page.checks(results)
+with st.spinner(t("running")):
+    (g_run, plain), steps = check_job.results()
+page.checks(checks.page_checks(checks.AcceptanceInputs(p, q, exact, broken, g_run.new_ids, plain, g_run.target_calls,
+                                                       steps), t))
 page.try_this()
 page.code(speculative.accept_or_resample, speculative.acceptance_ratio, speculative.residual,
           speculative.monte_carlo, speculative_decode.SpeculativeDecoder.step)

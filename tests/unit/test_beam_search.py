@@ -326,3 +326,21 @@ def test_flip_labels_close_together_stack_instead_of_overlapping():
     marks = [a for a in fig.layout.annotations if a.text.startswith("flip")]
     assert [a.x for a in marks] == [0.40, 0.42, 2.0]
     assert marks[0].yshift != marks[1].yshift and marks[2].yshift == marks[0].yshift
+
+
+@pytest.mark.parametrize("beams", [3, 1])
+def test_record_then_replays_equal_search_with_parity(tiny, beams):
+    """The page takes the record first (its figures) and the replays later, in the background
+    (issue 29): the same record and the same replays as one search_with_parity, whether the
+    replays find the search's logits table still held or have to run the search again."""
+    from lib.concepts.beam_search import beam_search_hf as H
+    from lib.concepts.beam_search import checks
+
+    _, eng = tiny
+    rec0, par0 = H.search_with_parity(eng, P1, beams, MAX_NEW, E1, checks.PARITY_ALPHAS, checks.PARITY_MODES)
+    rec = H.search_record(eng, P1, beams, MAX_NEW, E1)
+    assert rec == rec0
+    assert H.replays(eng, P1, beams, MAX_NEW, E1, checks.PARITY_ALPHAS, checks.PARITY_MODES) == par0
+    assert H._table_key(eng, P1, beams, MAX_NEW, E1) not in H._TABLES        # taken, not kept
+    assert H.replays(eng, P1, beams, MAX_NEW, E1, checks.PARITY_ALPHAS, checks.PARITY_MODES) == par0
+    assert all(p.same for p in par0)

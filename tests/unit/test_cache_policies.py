@@ -213,3 +213,20 @@ def test_generation_under_a_policy_runs_the_one_decode_loop(eng):
     for s in gen.steps:
         assert s.token == int(logits.argmax())
         logits = step(ec, eng, s.token)[0, -1]
+
+
+@pytest.mark.parametrize("W", [8, 12])
+def test_a_local_window_no_narrower_than_the_models_own_is_the_models_layout_exactly(eng_w8, W):
+    """The sliding-window page's hybrid layout (window W on the local layers) with W >= the
+    model's own local window masks nothing the model does not mask itself: answer_prob gives
+    the model's own layout's numbers bit for bit, so the page takes them instead of running
+    the text a second time (issue 29). A narrower window does change them."""
+    from lib.concepts.sliding_window.fact_distance import FactProbe, answer_prob
+
+    probe = FactProbe((2, 11, 12, 13), ids(40, seed=4), (21, 22, 23), 13)
+    distances = (4, 9, 20, 30)
+    own = answer_prob(eng_w8, probe, distances, cp.dense())
+    hybrid = answer_prob(eng_w8, probe, distances, cp.window(W, "local"))
+    assert np.array_equal(hybrid.prob, own.prob) and np.array_equal(hybrid.rank, own.rank)
+    narrower = answer_prob(eng_w8, probe, distances, cp.window(4, "local"))
+    assert not np.array_equal(narrower.prob, own.prob)

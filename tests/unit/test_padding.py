@@ -75,6 +75,23 @@ def test_timings_have_every_run():
     assert tm.tokens == [28, 156, 17, 17] and all(s > 0 for s in tm.seconds)
 
 
+def test_padded_run_measured_apart_joins_in_place():
+    """The page measures the runs that do not depend on the extra padding once per prompts and
+    the extra padded run apart: joined, they are the same runs in the same order as one call."""
+    eng = engine_from_hf(tiny_gemma3())
+    one = P.measure_times(eng, PROMPTS, 0, (0, 32), repeats=1)
+    base = P.measure_times(eng, PROMPTS, 0, (0,), repeats=1)
+    more = P.measure_times(eng, PROMPTS, 0, (32,), repeats=1, padded_only=True)
+    assert more.labels == ["padded:39"]
+    tm = P.with_padded(base, more)
+    assert (tm.labels, tm.tokens, tm.score_entries) == (one.labels, one.tokens, one.score_entries)
+    assert tm.seconds == [base.seconds[0], more.seconds[0], *base.seconds[1:]]
+    assert tm.load_avg == max(base.load_avg, more.load_avg)
+    assert P.time_ratio(tm) == (more.seconds[0] / base.seconds[0], 156 / 28)
+    with pytest.raises(ValueError):
+        P.with_padded(base, base)                   # not padded runs only
+
+
 def test_no_padding_batch_gets_a_check_that_can_hold():
     """Equal lengths (Try this #1): the no-mask check becomes 'nothing to hide' and passes."""
     from lib.concepts.padding_mask import checks

@@ -184,11 +184,11 @@ class Timings:
 
 @torch.inference_mode()
 def measure_times(engine: Engine, prompts, pad_id: int, extra_pad: tuple[int, ...] = (0,),
-                  repeats: int = 3) -> Timings:
+                  repeats: int = 3, padded_only: bool = False) -> Timings:
     """Median wall time of: the padded batch (padded to the longest + each extra), the prompts
-    one by one, and the packed row. Each run is timed with lib.core.timing.measure: alone (no
-    other model work in this process meanwhile), `repeats` times after one warm-up, median and
-    spread. Hidden states only (no LM head)."""
+    one by one, and the packed row (not with `padded_only`). Each run is timed with
+    lib.core.timing.measure: alone (no other model work in this process meanwhile), `repeats`
+    times after one warm-up, median and spread. Hidden states only (no LM head)."""
     L = [len(p) for p in prompts]
     B, Tmax = len(L), max(L)
     runs, labels, tokens, entries = [], [], [], []
@@ -198,18 +198,35 @@ def measure_times(engine: Engine, prompts, pad_id: int, extra_pad: tuple[int, ..
         labels.append(f"padded:{Tmax + int(extra)}")
         tokens.append(B * (Tmax + int(extra)))
         entries.append(B * (Tmax + int(extra)) ** 2)
-    runs.append(lambda: [single_hidden(engine, p) for p in prompts])
-    labels.append("one_by_one")
-    tokens.append(sum(L))
-    entries.append(sum(n * n for n in L))
-    runs.append(lambda: packed_hidden(engine, prompts))
-    labels.append("packed")
-    tokens.append(sum(L))
-    entries.append(sum(L) ** 2)
+    if not padded_only:
+        runs.append(lambda: [single_hidden(engine, p) for p in prompts])
+        labels.append("one_by_one")
+        tokens.append(sum(L))
+        entries.append(sum(n * n for n in L))
+        runs.append(lambda: packed_hidden(engine, prompts))
+        labels.append("packed")
+        tokens.append(sum(L))
+        entries.append(sum(L) ** 2)
     timings = [measure(run, repeats) for run in runs]
     return Timings(labels, tokens, entries, [x.median_s for x in timings], [x.min_s for x in timings],
                    [x.max_s for x in timings],
                    repeats, timings[-1].load_avg, timings[-1].cpus)
+
+
+def with_padded(base: Timings, more: Timings) -> Timings:
+    """`base` (measure_times) with the padded runs of `more` (measure_times(..., padded_only=True))
+    after its own padded runs: a page that changes only the extra padding measures only that
+    run. Each run keeps its own median and spread; the load is the higher of the two."""
+    k = sum(lab.startswith("padded:") for lab in base.labels)
+    if base.repeats != more.repeats or any(not lab.startswith("padded:") for lab in more.labels):
+        raise ValueError("with_padded needs padded runs measured with the same repeats")
+
+    def join(a: list, b: list) -> list:
+        return a[:k] + b + a[k:]
+    return Timings(join(base.labels, more.labels), join(base.tokens, more.tokens),
+                   join(base.score_entries, more.score_entries), join(base.seconds, more.seconds),
+                   join(base.fastest, more.fastest), join(base.slowest, more.slowest), base.repeats,
+                   max(base.load_avg, more.load_avg))
 
 
 def time_ratio(t: Timings) -> tuple[float, float]:
