@@ -93,10 +93,13 @@ class UrlState:
             if st.query_params.get(name) != text:
                 st.query_params[name] = text
 
-    def _clamp(self, name: str, value, lo, hi):
+    def _clamp(self, name: str, value, lo, hi, raw: str | None = None):
+        """value within [lo, hi]; outside, the nearest end with a note that quotes the URL's
+        own text (`raw`, as typed: n=1e9) or else the value as a URL writes it."""
         if value < lo or value > hi:
             clamped = min(max(value, lo), hi)
-            self.notes.append(self.t("note_clamped", name=name, value=f"{value:g}", lo=lo, hi=hi, used=clamped))
+            shown = raw if raw is not None else f"{value:g}"
+            self.notes.append(self.t("note_clamped", name=name, value=shown, lo=lo, hi=hi, used=clamped))
             return clamped
         return value
 
@@ -113,7 +116,7 @@ class UrlState:
                 raise ValueError("not a finite number")
             if is_int and v != int(v):
                 raise ValueError("not a whole number")
-            return self._clamp(name, cast(v), lo, hi)
+            return self._clamp(name, cast(v), lo, hi, str(raw))
 
         key = self._init(name, default, parse)
         url = (lambda v: str(int(v))) if is_int else (lambda v: f"{v:g}")
@@ -233,7 +236,7 @@ class UrlState:
                 container=st):
         def parse(raw):
             v = int(raw)
-            return self._clamp(name, v, lo, hi)
+            return self._clamp(name, v, lo, hi, str(raw))
 
         key = self._init(name, default, parse)
         self._record(name, "integer", str(default), [str(lo), str((lo + hi) // 2), str(hi)])
