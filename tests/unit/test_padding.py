@@ -87,6 +87,7 @@ def test_padded_run_measured_apart_joins_in_place():
     assert (tm.labels, tm.tokens, tm.score_entries) == (one.labels, one.tokens, one.score_entries)
     assert tm.seconds == [base.seconds[0], more.seconds[0], *base.seconds[1:]]
     assert tm.load_avg == max(base.load_avg, more.load_avg)
+    assert tm.cpus == base.cpus > 0             # the busy verdict reads the load per core
     assert P.time_ratio(tm) == (more.seconds[0] / base.seconds[0], 156 / 28)
     with pytest.raises(ValueError):
         P.with_padded(base, base)                   # not padded runs only

@@ -226,7 +226,7 @@ def with_padded(base: Timings, more: Timings) -> Timings:
     return Timings(join(base.labels, more.labels), join(base.tokens, more.tokens),
                    join(base.score_entries, more.score_entries), join(base.seconds, more.seconds),
                    join(base.fastest, more.fastest), join(base.slowest, more.slowest), base.repeats,
-                   max(base.load_avg, more.load_avg))
+                   max(base.load_avg, more.load_avg), max(base.cpus, more.cpus))
 
 
 def time_ratio(t: Timings) -> tuple[float, float]:
