@@ -288,7 +288,5 @@ def search_with_parity(engine: Engine, prompt_ids, num_beams: int, max_new_token
                        eos_ids, alphas, modes) -> tuple[BeamRecord, list[Parity]]:
     """One search run to max_new_tokens (the record the page re-ranks), then transformers'
     `_beam_search` replayed on its logits for every alpha x early_stopping mode (`replays`)."""
-    table: dict[tuple[int, ...], torch.Tensor] = {}
-    rec = beam_search(engine, prompt_ids, num_beams, max_new_tokens, eos_ids=eos_ids,
-                      run_to_max=True, logits_table=table)
-    return rec, _replay(engine, rec, table, max_new_tokens, eos_ids, alphas, modes)
+    rec = search_record(engine, prompt_ids, num_beams, max_new_tokens, eos_ids)
+    return rec, replays(engine, prompt_ids, num_beams, max_new_tokens, eos_ids, alphas, modes)
