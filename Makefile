@@ -1,7 +1,7 @@
 # make run  : set up (first time), prepare the bundled model (first time), serve the app on :8501
 #             (lib/serving/serve.py: streamlit run app.py, then its background work starts at once)
 # make test : install the test browser and PostgreSQL if missing, set up, prepare the model, run
-#             every test
+#             every test (two pytest-xdist workers: TEST_WORKERS below)
 # make bench: the benchmark (prints a JSON object as its last line)
 #
 # Python: the machine's own python3 when it is 3.11-3.13 (on this project's machines that is
@@ -71,8 +71,12 @@ postgres:
 	$(call apt_install,The live-class tests need PostgreSQL's server binaries (initdb and pg_ctl),$(POSTGRES_DEBS)) && \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null
 
+# Two pytest-xdist workers (TEST_WORKERS=1 for one process): one takes the chain of every page's
+# cold render, then the browser tests that read those results; the other the rest, module by
+# module (tests/conftest.py says how the work is split).
+TEST_WORKERS ?= 2
 test: browser postgres model
-	$(PY) -m pytest
+	$(PY) -m pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS))
 
 test-walk: model
 	$(PY) -m pytest -m walk tests/model/test_every_value.py

@@ -9,20 +9,27 @@ FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def settle(page, timeout_s: float = 300) -> None:
-    """Wait until Streamlit's script has finished (state notRunning for 1.5 s in a row)."""
+# The completion contract (issue 29 item 6): a page is complete when a script run has finished
+# (Streamlit's state reads "initial" until the first run ends, "notRunning" after it) and no
+# `st.progress` bar is left on it (a part still computing shows one until its rerun removes it).
+COMPLETE = """() => document.querySelector("[data-testid='stApp']")?.getAttribute('data-test-script-state')
+    === 'notRunning' && !document.querySelector("[data-testid='stProgress']")"""
+
+
+def settle(page, timeout_s: float = 300, quiet_s: float = 0.5) -> None:
+    """Wait until the page is complete (COMPLETE above) and stays so for quiet_s in a row (a
+    fragment or a background job's rerun may start right after a run ends). Raises TimeoutError
+    if it never is."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout_s * 1000)
     end, quiet = time.time() + timeout_s, None
     while time.time() < end:
-        state = page.evaluate("() => document.querySelector(\"[data-testid='stApp']\")"
-                              "?.getAttribute('data-test-script-state')")
-        if state == "notRunning":
+        if page.evaluate(COMPLETE):
             quiet = quiet or time.time()
-            if time.time() - quiet > 1.5:
+            if time.time() - quiet >= quiet_s:
                 return
         else:
             quiet = None
-        time.sleep(0.25)
+        time.sleep(0.1)
     raise TimeoutError("page did not finish running")
 
 

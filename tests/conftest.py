@@ -13,7 +13,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+# Under `pytest -n 2` (make test) each of the two workers computes on one core: two OpenMP teams
+# of two on two cores make every forward of both wait on the other (a test took 5x as long).
+torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else min(2, os.cpu_count() or 1))
 
 
 def randomize(model, seed: int = 0):
@@ -90,3 +92,52 @@ def gpl_text() -> str:
     from lib.model.long_text import long_text
 
     return long_text()
+
+
+# ---- two test processes at once (`make test`: pytest -n 2) -------------------------------------
+# Half the suite waits (a browser drawing, a server starting, a class of sockets) while the other
+# half computes, so `make test` runs two pytest-xdist workers. A worker takes whole work units:
+# - "pages": every page's cold default state rendered by the app tests, then the browser tests,
+#   which read those results from the shared results folder and share one server (in this
+#   order, on one worker: a cold page is never rendered twice);
+# - every other module on its own, so its module-scoped fixtures are computed once (the live
+#   class's browser test too: it starts a server of its own).
+# Units go out in the order below (the pages chain first: it is the longest), the many small
+# unit-test modules last, to fill the gaps. (xdist's own `--dist loadgroup` cannot do this under
+# pytest 9.2: it renames node ids through an attribute pytest no longer reads.)
+PAGES_CHAIN = ("tests/app/test_pages_apptest.py::test_page_runs_in_both_languages", "tests/browser/test_browser.py",
+               "tests/browser/test_language_browser.py", "tests/browser/test_teaching_browser.py")
+UNIT_ORDER = ("pages", "tests/mutation/", "tests/model/", "tests/load/", "tests/app/", "tests/unit/")
+
+
+def work_unit(nodeid: str) -> str:
+    """The work unit of a test: "pages" for the chain above, else its module's path."""
+    return "pages" if nodeid.startswith(PAGES_CHAIN) else nodeid.split("::")[0]
+
+
+def _rank(nodeid: str) -> int:
+    unit = work_unit(nodeid)
+    return next(i for i, p in enumerate(UNIT_ORDER + ("",)) if unit.startswith(p))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The units in the order above; the tests of a unit keep their collection order (a stable
+    sort). The same order without -n."""
+    items.sort(key=lambda item: _rank(item.nodeid))
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:              # pytest without pytest-xdist (requirements-dev.txt installs it)
+    LoadScopeScheduling = None
+else:
+    class ByWorkUnit(LoadScopeScheduling):
+        """xdist's scope scheduler, its scopes our work units."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    def pytest_xdist_make_scheduler(config, log):
+        """Our work units, sent out in collection order (not xdist's largest-first)."""
+        config.option.loadscopereorder = False
+        return ByWorkUnit(config, log)
