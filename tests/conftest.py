@@ -97,16 +97,22 @@ def gpl_text() -> str:
 # ---- two test processes at once (`make test`: pytest -n 2) -------------------------------------
 # Half the suite waits (a browser drawing, a server starting, a class of sockets) while the other
 # half computes, so `make test` runs two pytest-xdist workers. A worker takes whole work units:
-# - "pages": every page's cold default state rendered by the app tests, then the browser tests,
-#   which read those results from the shared results folder and share one server (in this
-#   order, on one worker: a cold page is never rendered twice);
+# - "pages": every page's cold default state rendered by the app tests (and the app tests that
+#   open the same default states again), then the browser tests, which read those results from
+#   the shared results folder and share one server (in this order, on one worker: a cold page is
+#   never rendered twice; on the other worker a default state could be computed a second time
+#   at once, before its first computation is on disk);
 # - every other module on its own, so its module-scoped fixtures are computed once (the live
 #   class's browser test too: it starts a server of its own).
 # Units go out in the order below (the pages chain first: it is the longest), the many small
 # unit-test modules last, to fill the gaps. (xdist's own `--dist loadgroup` cannot do this under
 # pytest 9.2: it renames node ids through an attribute pytest no longer reads.)
-PAGES_CHAIN = ("tests/app/test_pages_apptest.py::test_page_runs_in_both_languages", "tests/browser/test_browser.py",
-               "tests/browser/test_language_browser.py", "tests/browser/test_teaching_browser.py")
+PAGES_CHAIN = tuple(f"tests/app/test_pages_apptest.py::{name}" for name in (
+    "test_page_runs_in_both_languages",                                   # every page's cold default,
+    "test_bad_url_parameters_give_notes_not_crashes",                     # then tests that open the
+    "test_an_english_default_prompt_says_why_under_indonesian",           # same default states
+    "test_float_sliders_show_the_same_decimals_in_both_languages")) + (
+    "tests/browser/test_browser.py", "tests/browser/test_language_browser.py", "tests/browser/test_teaching_browser.py")
 UNIT_ORDER = ("pages", "tests/mutation/", "tests/model/", "tests/load/", "tests/app/", "tests/unit/")
 
 

@@ -12,7 +12,7 @@ from lib.concepts.catalog import CONCEPTS
 from lib.ui.i18n import load_texts
 from lib.ui.responsive import WIDE_KEY, WIDE_PX
 from lib.ui.shell import TEACHING_PAGES
-from tests.browser.conftest import SHOTS, visit
+from tests.browser.conftest import shot_path, visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 PAGES = [c for c in CONCEPTS if c.exists]
@@ -35,7 +35,7 @@ def phone_problems(page, shot: str) -> list[str]:
     except Exception:  # noqa: BLE001 - playwright's TimeoutError: the probe below names the wide chart
         pass
     page.wait_for_timeout(400)
-    page.screenshot(path=str(SHOTS / f"{shot}-390.png"), full_page=True)
+    page.screenshot(path=shot_path(f"{shot}-390"), full_page=True, type="jpeg", quality=80)
     return page.evaluate(LAYOUT_PROBLEMS)
 
 
