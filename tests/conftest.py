@@ -113,7 +113,7 @@ PAGES_CHAIN = tuple(f"tests/app/test_pages_apptest.py::{name}" for name in (
     "test_an_english_default_prompt_says_why_under_indonesian",           # same default states
     "test_float_sliders_show_the_same_decimals_in_both_languages")) + (
     "tests/browser/test_browser.py", "tests/browser/test_language_browser.py", "tests/browser/test_teaching_browser.py")
-UNIT_ORDER = ("pages", "tests/mutation/", "tests/model/", "tests/load/", "tests/app/", "tests/unit/")
+UNIT_ORDER = ("pages", "tests/mutation/", "tests/model/", "tests/load/", "tests/browser/", "tests/app/", "tests/unit/")
 
 
 def work_unit(nodeid: str) -> str:
@@ -135,7 +135,7 @@ def pytest_collection_modifyitems(config, items):
 try:
     from xdist.scheduler import LoadScopeScheduling
 except ImportError:              # pytest without pytest-xdist (requirements-dev.txt installs it)
-    LoadScopeScheduling = None
+    pass
 else:
     class ByWorkUnit(LoadScopeScheduling):
         """xdist's scope scheduler, its scopes our work units."""

@@ -59,6 +59,7 @@ def browser():
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield b
+        _CONTEXTS.pop(b, None)
         b.close()
 
 
