@@ -44,15 +44,12 @@ def test_deep_link_on_a_fresh_server_reaches_our_page(server, browser):
     navigation (grouped, translated) and the page itself, not the pages-folder fallback."""
     slug = PAGES[-1].slug
     page = visit(browser, f"{server}/{slug}?lang=id", f"deeplink-{slug}-id")
-    try:
-        assert page.locator("[data-testid='stException']").count() == 0
-        title = load_texts(slug)["id"]["title"]
-        assert title in page.locator("h1").first.inner_text()
-        nav = page.locator("[data-testid='stSidebarNav']").inner_text()
-        assert load_texts("common")["id"]["home"] in nav          # our labels, not file names
-        assert "app" not in nav.lower().split()
-    finally:
-        page.close()
+    assert page.locator("[data-testid='stException']").count() == 0
+    title = load_texts(slug)["id"]["title"]
+    assert title in page.locator("h1").first.inner_text()
+    nav = page.locator("[data-testid='stSidebarNav']").inner_text()
+    assert load_texts("common")["id"]["home"] in nav          # our labels, not file names
+    assert "app" not in nav.lower().split()
 
 
 @pytest.mark.parametrize("lang", ["en", "id"])
@@ -74,28 +71,25 @@ def test_every_page_renders(server, browser, lang):
         except TimeoutError as e:          # record it and go on: one slow page must not hide the others
             failures.append(f"{slug}: {e}")
             continue
-        try:
-            if page.locator("[data-testid='stException']").count():
-                failures.append(f"{slug}: exception box")
-            text = page.locator("[data-testid='stMain']").inner_text()
-            if slug and not c and load_texts(slug)[lang]["title"] not in text:
+        if page.locator("[data-testid='stException']").count():
+            failures.append(f"{slug}: exception box")
+        text = page.locator("[data-testid='stMain']").inner_text()
+        if slug and not c and load_texts(slug)[lang]["title"] not in text:
+            failures.append(f"{slug}: title not in {lang}")
+        if slug and not c and page.locator(".js-plotly-plot").count() < charts:
+            failures.append(f"{slug}: fewer than {charts} charts")
+        if c:
+            if page.locator(".js-plotly-plot").count() < 1:
+                failures.append(f"{slug}: no Plotly chart")
+            if load_texts(c.slug)[lang]["title"] not in text:
                 failures.append(f"{slug}: title not in {lang}")
-            if slug and not c and page.locator(".js-plotly-plot").count() < charts:
-                failures.append(f"{slug}: fewer than {charts} charts")
-            if c:
-                if page.locator(".js-plotly-plot").count() < 1:
-                    failures.append(f"{slug}: no Plotly chart")
-                if load_texts(c.slug)[lang]["title"] not in text:
-                    failures.append(f"{slug}: title not in {lang}")
-                if common["check_it"] not in text:
-                    failures.append(f"{slug}: no '{common['check_it']}' section")
-                if page.locator("[class*='st-key-predict-']").count() < 1:     # st.container(key="predict-…")
-                    failures.append(f"{slug}: no predict-then-reveal question")
-                if common["fail"] in text.split():   # name the failed check and its numbers (CI logs are all we get)
-                    lines = text.splitlines()
-                    failed = [" ".join(lines[i:i + 2]) for i, line in enumerate(lines) if common["fail"] in line.split()]
-                    failures.append(f"{slug}: a live check failed: {failed}")
-            failures += [f"{slug or 'home'} at 390 px: {p}" for p in phone_problems(page, f"{slug or 'home'}-{lang}")]
-        finally:
-            page.close()
+            if common["check_it"] not in text:
+                failures.append(f"{slug}: no '{common['check_it']}' section")
+            if page.locator("[class*='st-key-predict-']").count() < 1:     # st.container(key="predict-…")
+                failures.append(f"{slug}: no predict-then-reveal question")
+            if common["fail"] in text.split():   # name the failed check and its numbers (CI logs are all we get)
+                lines = text.splitlines()
+                failed = [" ".join(lines[i:i + 2]) for i, line in enumerate(lines) if common["fail"] in line.split()]
+                failures.append(f"{slug}: a live check failed: {failed}")
+        failures += [f"{slug or 'home'} at 390 px: {p}" for p in phone_problems(page, f"{slug or 'home'}-{lang}")]
     assert not failures, failures
