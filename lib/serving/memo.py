@@ -1,7 +1,9 @@
 """The process-wide memo behind `runtime.cached`: shared by every session, single-flight,
 bounded in bytes, persisted to the cache folder.
 
-For one key (function, its arguments' values, the model's key):
+For one key (function, its arguments' values, the model's key; a keyword argument whose name
+starts with "_" is not part of it: a progress callback, or a value the others determine, such as
+an already computed reference run):
 1. in memory          -> returned at once;
 2. in flight          -> this caller waits for the thread computing it and gets the same
                          result (or the same exception; if that session was stopped or rerun,
@@ -184,7 +186,8 @@ class Memo:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        key = (tuple(self.key_of(a) for a in args), tuple((k, self.key_of(v)) for k, v in sorted(kwargs.items())))
+        key = (tuple(self.key_of(a) for a in args),
+               tuple((k, self.key_of(v)) for k, v in sorted(kwargs.items()) if not k.startswith("_")))
         k = (self.name, key)
         hit = MEMORY.get(k)
         if hit is not None:
