@@ -89,13 +89,14 @@ def head_logits(engine: Engine, hidden: torch.Tensor) -> torch.Tensor:
 def compare(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, h_new: torch.Tensor,
             chunk: int = 32) -> Effect:
     """KL(p_ref || p_new) at every position and perplexity of the text's next tokens in both runs.
-    Logits are computed `chunk` positions at a time (one full (T, 262,144) tensor would be big)."""
+    Logits are computed `chunk` positions at a time (one full (T, 262,144) tensor would be big),
+    both runs' rows in one LM head call (the int8 vocabulary matrix expanded once, not twice)."""
     T = h_ref.shape[0]
     targets = torch.tensor(list(ids[1:]) + [0])                              # (T,) next token
     kls, nll_ref, nll_new, agree = [], [], [], []
     for s in range(0, T, chunk):
-        lr = torch.log_softmax(head_logits(engine, h_ref[s:s + chunk]).double(), -1)   # (c, V)
-        ln = torch.log_softmax(head_logits(engine, h_new[s:s + chunk]).double(), -1)
+        both = head_logits(engine, torch.cat([h_ref[s:s + chunk], h_new[s:s + chunk]])).double()  # (2c, V)
+        lr, ln = torch.log_softmax(both, -1).chunk(2)                         # (c, V) each
         kls.append((lr.exp() * (lr - ln)).sum(-1).clamp_min(0))
         tgt = targets[s:s + chunk, None]
         nll_ref.append(-lr.gather(1, tgt)[:, 0])
