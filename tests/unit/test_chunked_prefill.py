@@ -162,9 +162,11 @@ def test_others_share_sees_other_programs_on_every_core():
     import os
 
     from lib.concepts.chunked_prefill.real_schedule import cpu_snapshot, others_share
+    from tests.mutation.busy_cores import _spin as spin     # a small module: each spawned child imports
+                                                            # it, not this one (torch, transformers: ~10 s)
 
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_spin, args=(3.0,)) for _ in range(os.cpu_count() or 1)]
+    procs = [ctx.Process(target=spin, args=(3.0,)) for _ in range(os.cpu_count() or 1)]
     for p in procs:
         p.start()
     try:
