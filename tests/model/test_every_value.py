@@ -31,12 +31,14 @@ from lib.concepts.catalog import CONCEPTS
 from lib.ui import state as url_state
 from tests.app.open_page import open_page
 
-pytestmark = [pytest.mark.real_model, pytest.mark.walk]   # not in `make test` (`make test-walk`): SLOW, over the 3-minute budget as it stands: 13 of the 19
-# pages walked on 2026-12-03 took 1,880 s in all on a machine shared by eight engineers (load average
-# 9-20 on 2 cores); most of it is cold computation at the ends (temperature n = 48 with 8 temperatures,
-# beam-search 6 beams x 24 tokens, kv-quantization's 16 policies, logit-bias, top-k-top-p). The six long
-# pages (chunked-prefill, attention-sinks, speculative-speed, sliding-window, activation-outliers,
-# model-memory) were not walked in that session.
+pytestmark = [pytest.mark.real_model, pytest.mark.walk]   # not in `make test` (`make test-walk`): SLOW, over
+# the suite's budget. 13 of the 19 pages walked on 2026-12-03 took 1,880 s in all on a machine shared by eight
+# engineers (load average 9-20 on 2 cores): most of it cold computation at the ends (temperature n = 48 with 8
+# temperatures, beam-search 6 beams x 24 tokens, kv-quantization's 16 policies, logit-bias, top-k-top-p). The
+# six long pages, quiet machine, one process, 2026-12-05: 6 passed in 16:05 (attention-sinks 12 runs 411 s,
+# speculative-speed 10 runs 319 s, chunked-prefill 101 s, activation-outliers 82 s, model-memory 32 s,
+# sliding-window 16 s); the other 13 the same afternoon: 13 passed in 5:26 (kv-quantization 91 s, beam-search
+# 66 s, paged-attention 49 s; the results folder still held most of their ends from earlier walks).
 
 PAGES = [c for c in CONCEPTS if c.exists]
 SKIP_KEYS = {"play"}          # step_through's ▶ toggle: a timer (a fragment rerun every 1.5 s), not a value
