@@ -146,14 +146,6 @@ def test_a_timing_check_that_fails_on_a_busy_machine_is_not_judged():
     assert checks.timing_verdict(True, [run(0.9, 0.8)], t, "d") == (True, "d")
 
 
-def _spin(seconds):
-    import time
-
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-
-
 @pytest.mark.slow  # keeps both cores busy with other processes for seconds, on purpose
 def test_others_share_sees_other_programs_on_every_core():
     """The load a timing ran under is measured during it: busy programs on every core give a
@@ -163,7 +155,7 @@ def test_others_share_sees_other_programs_on_every_core():
 
     from lib.concepts.chunked_prefill.real_schedule import cpu_snapshot, others_share
     from tests.mutation.busy_cores import _spin as spin     # a small module: each spawned child imports
-                                                            # it, not this one (torch, transformers: ~10 s)
+                                                            # it, not this one (torch, transformers)
 
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=spin, args=(3.0,)) for _ in range(os.cpu_count() or 1)]
@@ -186,7 +178,7 @@ def test_others_share_sees_other_programs_on_every_core():
     time.sleep(0.5)
     before = others_share(a, cpu_snapshot())
     a = cpu_snapshot()
-    _spin(0.5)                                # our own work
+    spin(0.5)                                 # our own work
     during = others_share(a, cpu_snapshot())
     assert during < max(others_share_limit(), before + 0.5 / (os.cpu_count() or 1) + 0.1), (before, during)
 
