@@ -46,6 +46,7 @@ def test_q8_matrix_reads_exactly_the_dequantized_values(V, monkeypatch):
     from lib.core.vocab_matrix import Q8VocabMatrix
 
     monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 1024)
+    monkeypatch.setattr(Q8VocabMatrix, "CHUNK_MANY", 1024)   # the chunk edges these tests place targets at
     raw, e = _q8_of(V, 64)
     m = Q8VocabMatrix.from_gguf_blocks(raw)
     assert (m.vocab, m.hidden, m.dtype) == (V, 64, torch.float32)
@@ -93,6 +94,7 @@ def test_argmax_one_chunk_at_a_time_is_the_argmax_of_the_whole_logits(n_rows, mo
     from lib.core.vocab_matrix import Q8VocabMatrix
 
     monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 1024)
+    monkeypatch.setattr(Q8VocabMatrix, "CHUNK_MANY", 1024)   # the chunk edges these tests place targets at
     V, D = 5000, 64
     raw, e = _q8_of(V, D, seed=4)
     q8 = Q8VocabMatrix.from_gguf_blocks(raw)
@@ -124,6 +126,7 @@ def test_nll_one_chunk_at_a_time_is_logsumexp_minus_the_target_logit(n_rows, mon
     from lib.core.vocab_matrix import Q8VocabMatrix
 
     monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 1024)
+    monkeypatch.setattr(Q8VocabMatrix, "CHUNK_MANY", 1024)   # the chunk edges these tests place targets at
     V, D = 5000, 64
     raw, e = _q8_of(V, D, seed=6)
     q8 = Q8VocabMatrix.from_gguf_blocks(raw)
