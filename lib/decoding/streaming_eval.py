@@ -21,7 +21,7 @@ import torch
 
 from lib.core.cache.policy import CachePolicy
 from lib.core.cache.evicting import Cancelled, new_evicting_cache, report, step  # noqa: F401  (re-export)
-from lib.core.cache.policy_masks import policy_hooks
+from lib.core.cache.policy_masks import PolicyReads, policy_hooks
 
 
 @dataclass
@@ -72,14 +72,15 @@ HEAD_ROWS = 512
 
 @torch.inference_mode()
 def nll_masked(engine, ids, policy: CachePolicy, chunk: int = 128, progress=None) -> StreamResult:
-    """Fast path: chunks of `chunk` tokens; the cache keeps everything, masks do the evicting.
-    The LM head takes HEAD_ROWS of their final hidden states at a time."""
+    """Fast path: chunks of `chunk` tokens; the cache keeps everything, masks do the evicting,
+    and each chunk's attention reads only the keys it may (PolicyReads). The LM head takes
+    HEAD_ROWS of their final hidden states at a time."""
     if policy.kind == "recompute":
         raise ValueError("recompute has no masked equivalent: use nll_recompute")
     t0 = time.perf_counter()
     x = _check(ids).to(engine.device)                                       # (1, N)
     N = x.shape[1]
-    cache = engine.new_cache(1, capacity=N)
+    cache = PolicyReads(engine, engine.new_cache(1, capacity=N), policy)   # attention reads only what it may
     hooks = policy_hooks(engine, cache, policy)
     out, waiting, first = [], [], 0          # final hidden states not yet through the LM head
     report(progress, 0, N - 1)

@@ -19,9 +19,68 @@ from lib.core.cache.dense import KVCache
 from lib.core.rope import rerotate
 
 
-def policy_hooks(engine, cache: KVCache, policy: CachePolicy) -> dict:
+class PolicyReads:
+    """A KVCache that keeps every entry (at text positions 0, 1, 2, ...) but hands attention,
+    for each chunk of queries, only the entries that chunk can possibly read under `policy`
+    and the model's own window: the sinks and the last `reach` positions before the chunk's
+    first query. What is left out would get weight exactly 0 from the masks anyway, so the
+    outputs are the same up to float rounding (softmax sums and P V over fewer zero terms);
+    attention's work per chunk drops from the whole text so far to about reach + chunk keys.
+
+    A 4,096-token text under a 32-token window: attention's share of one policy's evaluation
+    ~7.5 s -> under 1 s on this 2-core host (docs/BENCHMARKS.md, 2026-12-05 evening).
+    Use it as the engine's cache and give it to `policy_hooks` (its keys / positions are the
+    entries handed out last). Built for a fresh cache filled in one pass from position 0."""
+
+    def __init__(self, engine, cache: KVCache, policy: CachePolicy):
+        self.cache, self.n_layers = cache, cache.n_layers
+        spec = engine.spec
+        self._reach, self._sinks = [], []
+        for l in range(spec.n_layers):
+            limits = [w for w in (policy_window(policy, spec, l), spec.windows[l]) if w is not None]
+            self._reach.append(min(limits) if limits else None)       # None: the whole past
+            self._sinks.append(policy.sinks if policy_window(policy, spec, l) is not None else 0)
+        self._handed: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+    @property
+    def next_position(self) -> int:
+        return self.cache.next_position
+
+    def advance(self, positions: torch.Tensor) -> None:
+        self.cache.advance(positions)
+
+    def nbytes(self) -> int:
+        return self.cache.nbytes()
+
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor):
+        """Store the chunk's entries; return (keys, values, positions) of the readable ones:
+        positions 0..S-1 (the sinks) and first - reach + 1 .. the chunk's last."""
+        keys, values, k_pos = self.cache.append(layer, k, v, pos)          # (B, Hkv, n, d), (B, n)
+        n, first, reach = k_pos.shape[1], int(pos[0, 0]), self._reach[layer]
+        if int(k_pos[0, -1]) != n - 1:
+            raise ValueError("PolicyReads needs entries at positions 0, 1, 2, ... in order")
+        lo, s = (0 if reach is None else max(first - reach + 1, 0)), self._sinks[layer]
+        if lo <= s:                                   # the sinks and the recent keys touch
+            out = keys, values, k_pos
+        elif s == 0:                                  # one contiguous stretch: views, no copy
+            out = keys[:, :, lo:], values[:, :, lo:], k_pos[:, lo:]
+        else:                                         # sinks, then the recent stretch
+            out = tuple(torch.cat([x[..., :s, :], x[..., lo:, :]], dim=-2) for x in (keys, values)) + (
+                torch.cat([k_pos[:, :s], k_pos[:, lo:]], dim=1),)
+        self._handed[layer] = out
+        return out
+
+    def keys(self, layer: int) -> torch.Tensor:
+        return self._handed[layer][0]
+
+    def positions(self, layer: int) -> torch.Tensor:
+        return self._handed[layer][2]
+
+
+def policy_hooks(engine, cache: "KVCache | PolicyReads", policy: CachePolicy) -> dict:
     """Engine hooks for one forward over `cache` (which keeps every entry at its text
-    position, starting from 0) that make attention follow `policy`."""
+    position, starting from 0, or hands out the readable ones: PolicyReads) that make
+    attention follow `policy`."""
     spec = engine.spec
     if policy.kind == "dense":
         return {}
@@ -34,7 +93,7 @@ def policy_hooks(engine, cache: KVCache, policy: CachePolicy) -> dict:
         if policy_window(policy, spec, layer) is None:
             return None
         T = scores.shape[2]
-        k_pos = cache.positions(layer)[0]                 # (S,) text positions, 0..S-1
+        k_pos = cache.positions(layer)[0]                 # (S,) text positions of the keys read
         q_pos = k_pos[-T:]                                # this chunk was just appended
         if policy.reassign:
             scores = _sink_scores_at_slots(engine, cache, policy, layer, captured.pop(layer), q_pos, scores)
