@@ -7,7 +7,7 @@ from lib.core.cache import policy as cp
 from lib.model.from_transformers import engine_from_hf
 from lib.core.hooks import Recorder
 from lib.core.cache.evicting import Cancelled, new_evicting_cache, step
-from lib.core.cache.policy_masks import policy_hooks
+from lib.core.cache.policy_masks import PolicyReads, policy_hooks
 from lib.decoding.streaming_eval import nll_evicting, nll_masked, nll_recompute, running_perplexity, token_nll
 from tests.conftest import tiny_gemma3
 
@@ -230,3 +230,30 @@ def test_a_local_window_no_narrower_than_the_models_own_is_the_models_layout_exa
     assert np.array_equal(hybrid.prob, own.prob) and np.array_equal(hybrid.rank, own.rank)
     narrower = answer_prob(eng_w8, probe, distances, cp.window(4, "local"))
     assert not np.array_equal(narrower.prob, own.prob)
+
+
+READS = [cp.dense(), cp.window(6), cp.window(6, layers="local"), cp.sinks(2, 6), cp.sinks(2, 12, reassign=True)]
+
+
+@pytest.mark.parametrize("policy", READS, ids=[p.label for p in READS])
+def test_policy_reads_hands_attention_only_the_keys_it_may_read(eng_w8, policy):
+    """Chunks through PolicyReads give the hidden states of one masked forward over a cache that
+    hands attention every entry, while each chunk reads only the sinks and the last `reach`
+    positions before its first query (reach: the policy's window or the model's own, 8 on
+    layers 0-4, whichever is smaller; the global layer 5 under no policy window: everything)."""
+    n, chunk = 40, 5
+    text = torch.tensor([ids(n, seed=11)])
+    plain = eng_w8.new_cache(1, n)
+    whole = eng_w8.forward(text, plain, hooks=policy_hooks(eng_w8, plain, policy), logits="none")   # (1, n, D)
+    reads = PolicyReads(eng_w8, eng_w8.new_cache(1, n), policy)
+    hooks = policy_hooks(eng_w8, reads, policy)
+    parts = [eng_w8.forward(text[:, s:s + chunk], reads, hooks=hooks, logits="none") for s in range(0, n, chunk)]
+    torch.testing.assert_close(torch.cat(parts, 1), whole, rtol=1e-4, atol=1e-4)
+    first = n - chunk                                       # the last chunk's first query
+    for l in range(eng_w8.spec.n_layers):
+        own = 8 if l < 5 else None
+        windowed = policy.kind != "dense" and (policy.layers == "all" or own is not None)
+        reach = min([w for w in (policy.window if windowed else None, own) if w is not None], default=None)
+        sinks = policy.sinks if windowed else 0
+        want = list(range(n)) if reach is None else list(range(sinks)) + list(range(first - reach + 1, n))
+        assert reads.positions(l)[0].tolist() == want, l
