@@ -104,13 +104,14 @@ def exp_name(kind: str) -> str:
     return f"int{bits} " + t(f"gran_{kind}") + (f" {group}" if kind == "group" else "")
 
 
-table = []
-for i, kind in enumerate(ac.EXPERIMENTS):
-    b, g = (8, 64) if kind == "clip" else (bits, group)          # only what the experiment uses
-    c = clip_at if kind.startswith("clip") else 0.0               # goes into the cache key
-    bar.progress(i / len(ac.EXPERIMENTS), text=t("inj_running_one", i=i + 1, n=len(ac.EXPERIMENTS), name=exp_name(kind)))
-    table.append(runtime.cached(ac.injection_row, max_entries=96)(
-        m.engine, prompt.ids, cap.hidden, acts, point, layer, b, g, c, kind))
+def progress(done, total):           # after each experiment's forward; then the LM head for all of them
+    kind = ac.EXPERIMENTS[min(done, total - 1)]
+    bar.progress(done / (total + 1), text=t("inj_running_one", i=min(done + 1, total), n=total, name=exp_name(kind)))
+
+
+bar.progress(0.0, text=t("inj_running_one", i=1, n=len(ac.EXPERIMENTS), name=exp_name(ac.EXPERIMENTS[0])))
+table = runtime.cached(ac.injection_rows, max_entries=16)(m.engine, prompt.ids, cap.hidden, acts, point, layer, bits,
+                                                          group, clip_at, ac.EXPERIMENTS, _progress=progress)
 bar.empty()
 clip_row = next(r for r in table if r.kind == "clip")
 n_clip = int((acts.abs() > clip_at).sum())

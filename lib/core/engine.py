@@ -183,6 +183,16 @@ class Engine:
         return self.lm_head.nll(x, targets.to(self.lm_head.device, torch.long),
                                 transform=(lambda y: soft_cap(y, cap)) if cap else None)
 
+    @on_all_cores
+    def head_compare(self, x: torch.Tensor, n: int, targets: torch.Tensor):
+        """A reference run against K others over the same n positions, without holding any
+        (rows, V) logits: x ((K + 1) n, D) final hidden states (the reference's n rows first),
+        targets (n,) -> KL(p_ref || p_run) (K, n), -ln p_ref[target] (n,), -ln p_run[target]
+        (K, n), top-1 agreement (K, n) (lib/core/vocab_matrix.running_comparison, float64)."""
+        cap = self.spec.final_softcap
+        return self.lm_head.compare(x, n, targets.to(self.lm_head.device, torch.long),
+                                    transform=(lambda y: soft_cap(y, cap)) if cap else None)
+
     # ---- internals -----------------------------------------------------------------------
     @staticmethod
     def _hook(hooks: Hooks, name: str, layer: int, x: torch.Tensor) -> torch.Tensor:

@@ -67,6 +67,52 @@ def running_nll(chunks, targets: torch.Tensor, transform=None) -> torch.Tensor:
     return (top.double() + torch.log(total)).float() - picked
 
 
+def running_comparison(chunks, n: int, targets: torch.Tensor, transform=None):
+    """One reference run against K other runs of the same n positions, one chunk of logits at
+    a time: `chunks` yields (first token id, logits ((K + 1) n, c)), the reference's n rows
+    first, then each run's n rows; targets (n,) are the tokens each position should predict.
+    Returns, with p = softmax(reference logits) and q = softmax(a run's logits):
+
+        kl      (K, n)  KL(p || q) = sum_v p_v (y_v - z_v) - lse(y) + lse(z)   (y, z: the logits)
+        nll_ref (n,)    -ln p[target]           nll (K, n)  -ln q[target]
+        agree   (K, n)  argmax p == argmax q (ties to the first token, as torch.argmax)
+
+    Running sums in float64 (each chunk's logits converted; exp(y - the running maximum),
+    rescaled when a larger one comes), so the (rows, V) logits and probabilities never exist:
+    the same numbers as log_softmax over the whole float64 logits, to float64 rounding."""
+    n_runs = None
+    for start, y in chunks:
+        y = (transform(y) if transform is not None else y).double()            # (R, c)
+        if n_runs is None:
+            R = y.shape[0]
+            n_runs = R // n - 1
+            top = torch.full((R,), float("-inf"), dtype=torch.float64)          # running max per row
+            total = torch.zeros(R, dtype=torch.float64)                          # sum exp(y - top)
+            cross = torch.zeros(n_runs, n, dtype=torch.float64)                  # sum exp(y_ref - top_ref) (y_ref - z)
+            best = torch.full((R,), float("-inf"), dtype=torch.float64)
+            best_id = torch.zeros(R, dtype=torch.long)
+            picked = torch.zeros(R, dtype=torch.float64)
+            tgt = targets.repeat(n_runs + 1)                                      # (R,)
+        new_top = torch.maximum(top, y.max(-1).values)
+        rescale = torch.exp(top - new_top)                                       # 0 on the first chunk
+        e = torch.exp(y - new_top[:, None])                                      # (R, c)
+        total = total * rescale + e.sum(-1)
+        ref, runs = y[:n], y[n:].view(n_runs, n, -1)                             # (n, c), (K, n, c)
+        cross = cross * rescale[:n] + (e[:n] * (ref - runs)).sum(-1)
+        top = new_top
+        v, i = y.max(-1)
+        better = v > best
+        best, best_id = torch.where(better, v, best), torch.where(better, i + start, best_id)
+        here = (tgt >= start) & (tgt < start + y.shape[1])
+        if here.any():
+            picked[here] = y[here, tgt[here] - start]
+    lse = top + torch.log(total)                                                 # (R,)
+    lse_ref, lse_runs = lse[:n], lse[n:].view(n_runs, n)
+    kl = (cross / total[:n] - lse_ref + lse_runs).clamp_min(0)
+    nll = lse - picked
+    return kl, nll[:n], nll[n:].view(n_runs, n), best_id[n:].view(n_runs, n) == best_id[:n]
+
+
 class VocabMatrix:
     """E^T (D, V) kept as `blocks` (nb, D, V / nb); column t lives in block t // (V / nb)."""
 
@@ -117,6 +163,11 @@ class VocabMatrix:
         """-ln softmax(transform(x @ E^T))[target]: x (N, D), targets (N,) -> (N,), one column
         block at a time (running_nll; never the (N, V) logits)."""
         return running_nll(self._chunks(x.reshape(-1, self.hidden)), targets.reshape(-1), transform)
+
+    def compare(self, x: torch.Tensor, n: int, targets: torch.Tensor, transform=None):
+        """running_comparison of x ((K + 1) n, D): a reference run's n final hidden states,
+        then K other runs', one column block at a time."""
+        return running_comparison(self._chunks(x.reshape(-1, self.hidden)), n, targets.reshape(-1), transform)
 
     def _chunks(self, rows: torch.Tensor):
         """Yield (first token id, rows @ block (N, V / nb)) for each column block."""
@@ -237,6 +288,11 @@ class Q8VocabMatrix:
         of E expanded once for all rows (running_nll): a 128-token chunk of a streaming
         evaluation pays one expansion of the matrix instead of four at 32 rows a call."""
         return running_nll(self._chunks(x.reshape(-1, self.hidden).float()), targets.reshape(-1), transform)
+
+    def compare(self, x: torch.Tensor, n: int, targets: torch.Tensor, transform=None):
+        """running_comparison of x ((K + 1) n, D): a reference run's n final hidden states,
+        then K other runs', each CHUNK of E expanded once for all of them."""
+        return running_comparison(self._chunks(x.reshape(-1, self.hidden).float()), n, targets.reshape(-1), transform)
 
     def _chunks(self, rows: torch.Tensor):
         """Yield (s, rows @ E[s:s+c]^T (N, c)) for s = 0, c, 2c, ... (c: CHUNK or CHUNK_MANY rows)."""

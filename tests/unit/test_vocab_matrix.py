@@ -145,3 +145,42 @@ def test_nll_one_chunk_at_a_time_is_logsumexp_minus_the_target_logit(n_rows, mon
             capped = cap(full)
             want = torch.logsumexp(capped, -1) - capped.gather(-1, targets[:, None])[:, 0]
             assert torch.allclose(m.nll(x, targets, transform=cap).double(), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("n_runs", [1, 3])
+def test_comparison_one_chunk_at_a_time_is_the_whole_logits_in_float64(n_runs, monkeypatch):
+    """Both matrices: KL(p_ref || p_run), both NLLs and top-1 agreement from the running sums
+    equal the ones log_softmax gives over the whole (rows, V) logits in float64, with targets in
+    several chunks, a soft cap, logits large enough to overflow exp() in float32, a run equal to
+    the reference (KL exactly 0) and one that differs."""
+    from lib.core.engine import soft_cap
+    from lib.core.vocab_matrix import Q8VocabMatrix
+
+    monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 1024)
+    monkeypatch.setattr(Q8VocabMatrix, "CHUNK_MANY", 1024)
+    V, D, n = 5000, 64, 6
+    raw, e = _q8_of(V, D, seed=8)
+    q8 = Q8VocabMatrix.from_gguf_blocks(raw)
+    dense = VocabMatrix.from_dense(e.t().contiguous())
+    g = torch.Generator().manual_seed(9)
+    targets = torch.tensor([0, 1023, 1024, 2500, 4999, 7])
+    for scale, cap in ((1.0, None), (300.0, None), (1.0, lambda y: soft_cap(y, 0.5))):
+        ref = scale * torch.randn(n, D, generator=g)
+        runs = [ref.clone()] + [ref + 0.3 * scale * torch.randn(n, D, generator=g) for _ in range(n_runs - 1)]
+        x = torch.cat([ref, *runs])                                                  # ((K + 1) n, D)
+        for m in (q8, dense):
+            y = m.logits(x)
+            y = (cap(y) if cap else y).double()                                      # the cap in float32, as the engine
+            lp = torch.log_softmax(y, -1)                                            # ((K + 1) n, V)
+            lr, lk = lp[:n], lp[n:].view(n_runs, n, V)
+            want_kl = (lr.exp() * (lr - lk)).sum(-1)                                 # (K, n)
+            want_nll = -lp.gather(-1, targets.repeat(n_runs + 1)[:, None])[:, 0]
+            kl, nll_ref, nll, agree = m.compare(x, n, targets, transform=cap)
+            assert kl.shape == agree.shape == nll.shape == (n_runs, n) and nll_ref.shape == (n,)
+            assert torch.allclose(kl, want_kl.clamp_min(0), rtol=1e-9, atol=1e-9 * scale)
+            assert torch.equal(kl[0], torch.zeros(n)) and agree[0].all()             # the run that is the reference
+            assert torch.allclose(nll_ref, want_nll[:n], rtol=1e-9, atol=1e-9 * scale)
+            assert torch.allclose(nll, want_nll[n:].view(n_runs, n), rtol=1e-9, atol=1e-9 * scale)
+            assert torch.equal(agree, lk.argmax(-1) == lr.argmax(-1))
+            if n_runs > 1:
+                assert (kl[1:] > 1e-6).any()

@@ -86,25 +86,25 @@ def head_logits(engine: Engine, hidden: torch.Tensor) -> torch.Tensor:
     return engine.head(hidden.to(engine.device, engine.dtype)).float().cpu()
 
 
-def compare(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, h_new: torch.Tensor,
-            chunk: int = 32) -> Effect:
-    """KL(p_ref || p_new) at every position and perplexity of the text's next tokens in both runs.
-    Logits are computed `chunk` positions at a time (one full (T, 262,144) tensor would be big),
-    both runs' rows in one LM head call (the int8 vocabulary matrix expanded once, not twice)."""
+def compare_runs(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, h_runs: list[torch.Tensor]) -> list[Effect]:
+    """Each run against the reference: KL(p_ref || p_run) at every position and the perplexity
+    of the text's next tokens in both. h_ref and every h_run are final hidden states (T, D).
+    All runs go through the LM head together, one vocabulary chunk at a time
+    (Engine.head_compare: the int8 vocabulary matrix expanded once for all of them, no (T, V)
+    logits), in float64 as log_softmax over the whole logits would be."""
     T = h_ref.shape[0]
-    targets = torch.tensor(list(ids[1:]) + [0])                              # (T,) next token
-    kls, nll_ref, nll_new, agree = [], [], [], []
-    for s in range(0, T, chunk):
-        both = head_logits(engine, torch.cat([h_ref[s:s + chunk], h_new[s:s + chunk]])).double()  # (2c, V)
-        lr, ln = torch.log_softmax(both, -1).chunk(2)                         # (c, V) each
-        kls.append((lr.exp() * (lr - ln)).sum(-1).clamp_min(0))
-        tgt = targets[s:s + chunk, None]
-        nll_ref.append(-lr.gather(1, tgt)[:, 0])
-        nll_new.append(-ln.gather(1, tgt)[:, 0])
-        agree.append(lr.argmax(-1) == ln.argmax(-1))
-    kl, nr, nn = torch.cat(kls), torch.cat(nll_ref)[:-1], torch.cat(nll_new)[:-1]
-    ppl = lambda nll: float(torch.exp(nll.mean())) if len(nll) else float("nan")  # noqa: E731
-    return Effect(float(kl.mean()), float(kl.max()), ppl(nr), ppl(nn), float(torch.cat(agree).float().mean()))
+    targets = torch.tensor(list(ids[1:]) + [0])                              # (T,) next token; the last has none
+    x = torch.cat([h_ref, *h_runs]).to(engine.device, engine.dtype)          # ((K + 1) T, D)
+    kl, nll_ref, nll, agree = engine.head_compare(x, T, targets)             # (K, T), (T,), (K, T), (K, T)
+    ppl = lambda v: float(torch.exp(v[:-1].mean())) if T > 1 else float("nan")  # noqa: E731
+    return [Effect(float(kl[k].mean()), float(kl[k].max()), ppl(nll_ref), ppl(nll[k]), float(agree[k].double().mean()))
+            for k in range(len(h_runs))]
+
+
+def compare(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, h_new: torch.Tensor) -> Effect:
+    """KL(p_ref || p_new) at every position and perplexity of the text's next tokens in both runs
+    (compare_runs with one run)."""
+    return compare_runs(engine, ids, h_ref, [h_new])[0]
 
 
 def effect_of(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, point: str, layer: int,
@@ -124,24 +124,39 @@ class InjectionRow:
 EXPERIMENTS = ("tensor", "token", "channel", "group", "clip", "clip_tensor")
 
 
-def injection_row(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, acts: torch.Tensor,
-                  point: str, layer: int, bits: int, group_size: int, clip_at: float, kind: str) -> InjectionRow:
-    """Replace `point` of `layer` by one experiment's version of it and measure the effect.
-    kind: a granularity (int`bits` quantization with that scale choice), "clip" (clamp to
-    ±clip_at) or "clip_tensor" (clip, then int`bits` per tensor). acts: (T - SKIP, C), the
-    captured activation (for the SQNR column)."""
-    from lib.core.quantization.quantize import QuantSpec, clip, error_stats, fake_quantize
+def experiment(kind: str, bits: int, group_size: int, clip_at: float) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The transform one experiment applies to the activation: a granularity (int`bits`
+    quantization with that scale choice), "clip" (clamp to ±clip_at) or "clip_tensor" (clip,
+    then int`bits` per tensor)."""
+    from lib.core.quantization.quantize import QuantSpec, clip, fake_quantize
 
     if kind == "clip":
-        fn = lambda x: clip(x, clip_at)  # noqa: E731
-    elif kind == "clip_tensor":
-        fn = lambda x: fake_quantize(clip(x, clip_at), QuantSpec(bits, "tensor", True, group_size))  # noqa: E731
-    else:
-        fn = lambda x: fake_quantize(x, QuantSpec(bits, kind, True, group_size))  # noqa: E731
-    return InjectionRow(kind, effect_of(engine, ids, h_ref, point, layer, fn), error_stats(acts, fn(acts.clone())).sqnr_db)
+        return lambda x: clip(x, clip_at)
+    if kind == "clip_tensor":
+        return lambda x: fake_quantize(clip(x, clip_at), QuantSpec(bits, "tensor", True, group_size))
+    return lambda x: fake_quantize(x, QuantSpec(bits, kind, True, group_size))
 
 
-def injection_table(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, acts: torch.Tensor,
-                    point: str, layer: int, bits: int, group_size: int, clip_at: float) -> list[InjectionRow]:
-    """injection_row for every experiment in EXPERIMENTS."""
-    return [injection_row(engine, ids, h_ref, acts, point, layer, bits, group_size, clip_at, k) for k in EXPERIMENTS]
+def injection_rows(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, acts: torch.Tensor,
+                   point: str, layer: int, bits: int, group_size: int, clip_at: float,
+                   kinds: tuple[str, ...] = EXPERIMENTS, _progress=None) -> list[InjectionRow]:
+    """Replace `point` of `layer` by each experiment's version of it (`experiment`) and measure
+    the effects: one forward per experiment, then all of them through the LM head together
+    (compare_runs). acts: (T - SKIP, C), the captured activation (for the SQNR column).
+    `_progress(done, total)` after each forward (left out of cache keys)."""
+    from lib.core.quantization.quantize import error_stats
+
+    fns = [experiment(k, bits, group_size, clip_at) for k in kinds]
+    h_runs = []
+    for i, fn in enumerate(fns):
+        h_runs.append(run_with_hooks(engine, ids, injection_hooks(point, layer, fn)))
+        if _progress is not None:
+            _progress(i + 1, len(fns))
+    effects = compare_runs(engine, ids, h_ref, h_runs)
+    return [InjectionRow(k, e, error_stats(acts, fn(acts.clone())).sqnr_db) for k, e, fn in zip(kinds, effects, fns)]
+
+
+def injection_row(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, acts: torch.Tensor,
+                  point: str, layer: int, bits: int, group_size: int, clip_at: float, kind: str) -> InjectionRow:
+    """injection_rows for one experiment."""
+    return injection_rows(engine, ids, h_ref, acts, point, layer, bits, group_size, clip_at, (kind,))[0]
