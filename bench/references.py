@@ -2,7 +2,7 @@
 defaults, measured side by side in this process (with, then without, alternating; medians).
 
 refs_kvq_page_s: kv-quantization's default computation once (the full-precision reference + the
-    page's 16 policies through run_policy, references included).
+    page's 16 policies through run_policies, references included).
 refs_kvq_added_s: what the references add to it: the PyTorch fake-quantization reports on
     float64 scales (lib.reference.quant_reference.cache_report) of the 16 policies' quantized
     caches, timed alone (median of REPEATS); an upper bound, since the own-scale half-step pass
@@ -53,8 +53,7 @@ def measure(model) -> dict:
     kq, ids, E, pols = _kv_default(model)
     t0 = time.perf_counter()
     ref = kq.reference(model.engine, ids, E)
-    for p in pols:
-        kq.run_policy(model.engine, ids, E, p, _ref=ref)
+    kq.run_policies(model.engine, ids, E, tuple(pols), _ref=ref)
     page_s = time.perf_counter() - t0
     caches = [QuantizedKVCache.from_cache(ref.prefix, p) for p in pols]
     added = []

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.core.quantization.activation_capture import Effect, compare
+from lib.core.quantization.activation_capture import Effect, compare_runs
 from lib.core.quantization.quantize import storage_bytes
 from lib.core.cache.dense import KVCache
 from lib.core.cache.quantized import KVQuantPolicy, QuantizedKVCache, QuantSpec
@@ -28,7 +28,7 @@ from lib.core.hooks import Recorder
 from lib.reference.quant_reference import QuantReport, cache_report
 
 __all__ = ["KVQuantPolicy", "QuantizedKVCache", "QuantSpec", "kv_bytes_formula", "predicted_bytes", "KVRun",
-           "Reference", "reference", "run_policy"]
+           "Reference", "reference", "run_policies", "run_policy"]
 
 
 def kv_bytes_formula(n_layers: int, n_kv_heads: int, head_dim: int, tokens: int, batch: int,
@@ -112,18 +112,35 @@ def reference(engine: Engine, ids: tuple[int, ...], n_eval: int) -> Reference:
     return Reference(prefix, h_ref, p_ref, chan_max(prefix.keys), chan_max(prefix.values), full.nbytes(), P, n_eval)
 
 
-def run_policy(engine: Engine, ids: tuple[int, ...], n_eval: int, policy: KVQuantPolicy,
-               _ref: Reference | None = None) -> KVRun:
-    """Quantize the reference prefix cache with `policy`, run the last n_eval tokens against
-    it and compare with the full-precision run; its packed blocks are compared with PyTorch's
-    fake quantization on float64 scales (lib.reference.quant_reference.cache_report). `_ref` = reference(engine, ids, n_eval), if
-    already computed (underscore: not part of a cache key, it is determined by the others)."""
+def run_policies(engine: Engine, ids: tuple[int, ...], n_eval: int, policies: tuple[KVQuantPolicy, ...],
+                 _ref: Reference | None = None, _progress=None) -> list[KVRun]:
+    """For each policy: quantize the reference prefix cache with it, run the last n_eval tokens
+    against it and compare with the full-precision run; its packed blocks are compared with
+    PyTorch's fake quantization on float64 scales (lib.reference.quant_reference.cache_report).
+    The comparisons of all policies go through the LM head together (compare_runs: the
+    vocabulary matrix read once, not once per policy). `_ref` = reference(engine, ids, n_eval),
+    if already computed (underscore: not part of a cache key, it is determined by the others);
+    `_progress(done, total)` after each policy's run."""
     ref = _ref if _ref is not None else reference(engine, ids, n_eval)
     x = torch.tensor([list(ids[ref.n_prefix:])], device=engine.device)     # (1, E)
-    qc = QuantizedKVCache.from_cache(ref.prefix, policy)
-    quant = cache_report(qc, ref.prefix)                                     # before new entries arrive
-    h, p = _eval(engine, qc, x)
-    diffs = [(a - b).abs() for a, b in zip(p, ref.p_ref)]                    # (H, E, S) per layer
-    tv = float(torch.stack([0.5 * d.sum(-1).mean() for d in diffs]).mean())
-    return KVRun(policy.label(), compare(engine, tuple(ids[ref.n_prefix:]), ref.h_ref, h), tv,
-                 float(max(d.max() for d in diffs)), float(diffs[0].max()), qc.nbytes(), ref.cache_nbytes, quant.half_step, quant)
+    partial, hidden = [], []
+    for i, policy in enumerate(policies):
+        qc = QuantizedKVCache.from_cache(ref.prefix, policy)
+        quant = cache_report(qc, ref.prefix)                                 # before new entries arrive
+        h, p = _eval(engine, qc, x)
+        diffs = [(a - b).abs() for a, b in zip(p, ref.p_ref)]                # (H, E, S) per layer
+        tv = float(torch.stack([0.5 * d.sum(-1).mean() for d in diffs]).mean())
+        partial.append((policy.label(), tv, float(max(d.max() for d in diffs)), float(diffs[0].max()), qc.nbytes(),
+                        quant))
+        hidden.append(h)
+        if _progress is not None:
+            _progress(i + 1, len(policies))
+    effects = compare_runs(engine, tuple(ids[ref.n_prefix:]), ref.h_ref, hidden)
+    return [KVRun(label, effect, tv, mx, mx0, nbytes, ref.cache_nbytes, quant.half_step, quant)
+            for (label, tv, mx, mx0, nbytes, quant), effect in zip(partial, effects)]
+
+
+def run_policy(engine: Engine, ids: tuple[int, ...], n_eval: int, policy: KVQuantPolicy,
+               _ref: Reference | None = None) -> KVRun:
+    """run_policies for one policy."""
+    return run_policies(engine, ids, n_eval, (policy,), _ref=_ref)[0]
