@@ -180,22 +180,39 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
     return run
 
 
+HEAD_ROWS = 48      # the check's LM head takes up to this many rows at once (48 x 262,144 logits: 50 MB)
+
+
 def _compare_with_contiguous(engine, run: PagedRun, step_logits) -> None:
-    """One teacher-forced forward per sequence through the contiguous KVCache; the first
-    sequence of each request also leaves its prompt's final hidden states in run.prompt_hidden
-    (the "final" hook sees them anyway: keeping them costs no computation)."""
+    """One teacher-forced forward per sequence through the contiguous KVCache; their rows go
+    through the LM head together, up to HEAD_ROWS at a time (one pass over the vocabulary
+    matrix for several sequences, not one each); the first sequence of each request also
+    leaves its prompt's final hidden states in run.prompt_hidden (the "final" hook sees them
+    anyway: keeping them costs no computation)."""
+    waiting: list[tuple[str, torch.Tensor]] = []                       # (sequence, its rows (k, D))
+
+    def flush():
+        refs = engine.head(torch.cat([h for _, h in waiting])[None])[0].float().cpu()       # (rows, V)
+        refs = refs.split([h.shape[0] for _, h in waiting])
+        for (s, _), ref in zip(waiting, refs):
+            ours = torch.stack(step_logits[s])                                               # (k, V)
+            run.max_abs_diff = max(run.max_abs_diff, float((ours - ref).abs().max()))
+            run.argmax_equal &= bool((ours.argmax(-1) == ref.argmax(-1)).all())
+            run.n_checked += len(ref)
+        waiting.clear()
+
     for s, toks in run.tokens.items():
         n = run.n_prompt[s]
         k = len(step_logits[s])
         rid = s.split(".")[0]
         ids = torch.tensor([toks[:n + k - 1]], device=engine.device)
         keep = {} if rid in run.prompt_hidden else {"final": lambda _l, x, rid=rid, n=n: _keep(run, rid, x[0, :n])}
-        ref = engine.forward(ids, engine.new_cache(capacity=ids.shape[1]), hooks=keep,
-                             logits=slice(n - 1, n - 1 + k))[0]
-        ours = torch.stack(step_logits[s])                                                     # (k, V)
-        run.max_abs_diff = max(run.max_abs_diff, float((ours - ref.float().cpu()).abs().max()))
-        run.argmax_equal &= bool((ours.argmax(-1) == ref.argmax(-1).cpu()).all())
-        run.n_checked += k
+        hidden = engine.forward(ids, engine.new_cache(capacity=ids.shape[1]), hooks=keep, logits="none")[0]
+        if waiting and sum(h.shape[0] for _, h in waiting) + k > HEAD_ROWS:
+            flush()
+        waiting.append((s, hidden[n - 1:n - 1 + k]))
+    if waiting:
+        flush()
 
 
 def _keep(run: PagedRun, rid: str, hidden: torch.Tensor) -> None:

@@ -136,6 +136,29 @@ class ShiftOutcome:
     key_scale: float                  # max |recomputed keys|, to read key_error against
 
 
+VARIANTS = ("recompute", "rerotated", "relabelled")
+
+
+@torch.inference_mode()
+def variants_hidden(engine: Engine, ids, delta: int, base: KVCache):
+    """The prompt's last token at position delta + T - 1, its final hidden state (3, D) under
+    each of VARIANTS (see shift_outcome), the moved caches' key errors and the recomputed
+    keys' scale."""
+    x = torch.tensor([list(ids)], device=engine.device)                    # (1, T)
+    T = x.shape[1]
+    truth = engine.new_cache(1, T)
+    pos = torch.arange(delta, delta + T, device=x.device)[None]
+    rows = [engine.forward(x, truth, positions=pos, logits="none")[0, -1]]          # (D,)
+    errs = {}
+    for name, rot in (("rerotated", True), ("relabelled", False)):
+        c = moved_cache(base, delta, engine.inv_freq, rot)
+        errs[name] = max(float((c.keys(l) - truth.keys(l)[:, :, :T - 1]).abs().max())
+                         for l in range(c.n_layers))
+        rows.append(engine.forward(x[:, -1:], c, positions=pos[:, -1:], logits="none")[0, -1])
+    scale = max(float(truth.keys(l).abs().max()) for l in range(truth.n_layers))
+    return torch.stack(rows), errs, scale
+
+
 @torch.inference_mode()
 def shift_outcome(engine: Engine, ids, delta: int, base: KVCache | None = None) -> ShiftOutcome:
     """The prompt's last token predicts the next one with the first T-1 tokens taken from a
@@ -144,24 +167,25 @@ def shift_outcome(engine: Engine, ids, delta: int, base: KVCache | None = None) 
       rerotated  : cached keys rotated by R(delta) and relabelled
       relabelled : positions changed, keys left with their old rotation
     `base` (optional) is the cache of the first T-1 tokens at positions 0..T-2, to share it
-    between several deltas; it is not modified."""
-    x = torch.tensor([list(ids)], device=engine.device)                    # (1, T)
-    T = x.shape[1]
-    if T < 2:
+    between several deltas; it is not modified. The three last hidden states share one LM
+    head call."""
+    return _outcomes(engine, ids, (int(delta),), base)[0]
+
+
+@torch.inference_mode()
+def _outcomes(engine: Engine, ids, deltas, base: KVCache | None = None) -> list[ShiftOutcome]:
+    """shift_outcome at each delta, every variant's last hidden state through one LM head call."""
+    if len(ids) < 2:
         raise ValueError("need at least 2 tokens")
     if base is None:
         base = prompt_cache(engine, ids)
-    truth = engine.new_cache(1, T)
-    pos = torch.arange(delta, delta + T, device=x.device)[None]
-    logits = {"recompute": engine.forward(x, truth, positions=pos)[0, -1].float().cpu()}
-    errs = {}
-    for name, rot in (("rerotated", True), ("relabelled", False)):
-        c = moved_cache(base, delta, engine.inv_freq, rot)
-        errs[name] = max(float((c.keys(l) - truth.keys(l)[:, :, :T - 1]).abs().max())
-                         for l in range(c.n_layers))
-        logits[name] = engine.forward(x[:, -1:], c, positions=pos[:, -1:])[0, -1].float().cpu()
-    scale = max(float(truth.keys(l).abs().max()) for l in range(truth.n_layers))
-    return ShiftOutcome(delta, logits, errs, scale)
+    parts = [variants_hidden(engine, ids, int(d), base) for d in deltas]
+    logits = engine.head(torch.cat([h for h, _, _ in parts])[None])[0].float().cpu()   # (3 len(deltas), V)
+    out = []
+    for i, (d, (_, errs, scale)) in enumerate(zip(deltas, parts)):
+        rows = logits[3 * i:3 * i + 3]
+        out.append(ShiftOutcome(int(d), dict(zip(VARIANTS, rows)), errs, scale))
+    return out
 
 
 @dataclass
@@ -173,9 +197,8 @@ class ShiftSweep:
 
 
 def shift_sweep(engine: Engine, ids, deltas) -> ShiftSweep:
-    """shift_outcome at every delta, reduced to numbers."""
-    base = prompt_cache(engine, ids)
-    outs = [shift_outcome(engine, ids, int(d), base) for d in deltas]
+    """shift_outcome at every delta, reduced to numbers (one LM head call for all of them)."""
+    outs = _outcomes(engine, ids, tuple(int(d) for d in deltas))
     names = ("rerotated", "relabelled")
     diff = {n: np.array([float((o.logits[n] - o.logits["recompute"]).abs().max()) for o in outs]) for n in names}
     same = {n: np.array([int(o.logits[n].argmax()) == int(o.logits["recompute"].argmax()) for o in outs])

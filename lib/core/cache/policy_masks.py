@@ -27,8 +27,9 @@ class PolicyReads:
     outputs are the same up to float rounding (softmax sums and P V over fewer zero terms);
     attention's work per chunk drops from the whole text so far to about reach + chunk keys.
 
-    A 4,096-token text under a 32-token window: attention's share of one policy's evaluation
-    ~7.5 s -> under 1 s on this 2-core host (docs/BENCHMARKS.md, 2026-12-05 evening).
+    4,096 tokens of GPL-3 in 128-token chunks on this 2-core host, one policy's whole
+    evaluation: window 32 17.9 -> 13.9 s, 4 sinks + 28 19.4 -> 14.4 s, dense (the model's
+    512-token local windows) 17.0 -> 15.0 s (docs/BENCHMARKS.md, 2026-12-05 evening).
     Use it as the engine's cache and give it to `policy_hooks` (its keys / positions are the
     entries handed out last). Built for a fresh cache filled in one pass from position 0."""
 
