@@ -57,6 +57,14 @@ except InvalidSamplingParameter as e:
 
 # ---- words -> token ids --------------------------------------------------------------------
 logits = runtime.cached(generate.next_token_logits)(m.engine, prompt.ids)          # (V,)
+# The two continuations start now, side by side (they share every batched step of the engine),
+# and are collected where they are shown: the figures of this one step do not wait for them.
+T_gen = 0.0 if decode == "greedy" else T
+eos = m.spec.eos_ids
+gens = runtime.start(
+    lambda: runtime.cached(continuation)(m.engine, prompt.ids, SamplingConfig(T_gen), seed, n_new, eos),
+    lambda: runtime.cached(continuation)(m.engine, prompt.ids, SamplingConfig(T_gen, bias=bias, sequence_bias=seq_bias),
+                                         seed, n_new, eos))
 st.subheader(t("tokens_title"))
 first_ids = tuple(e.ids[0] for e in entries)
 p_first = runtime.cached(lb.first_token_probs)(logits, first_ids)
@@ -124,13 +132,9 @@ st.caption(t("order_caption"))
 
 # ---- continuation with and without the bias -------------------------------------------------
 st.subheader(t("gen_title"))
-T_gen = 0.0 if decode == "greedy" else T
-eos = m.spec.eos_ids
 try:
     with st.spinner(t("gen_running", n=n_new)):
-        plain = runtime.cached(continuation)(m.engine, prompt.ids, SamplingConfig(T_gen), seed, n_new, eos)
-        biased = runtime.cached(continuation)(m.engine, prompt.ids, SamplingConfig(T_gen, bias=bias, sequence_bias=seq_bias),
-                                              seed, n_new, eos)
+        plain, biased = gens.results()
 except EmptyDistribution as e:
     st.error(t("bad_setting", msg=str(e)))
     page.finish()

@@ -6,7 +6,7 @@ from lib.concepts.speculative_acceptance import figures as plots
 from lib.decoding.speculative import acceptance as speculative
 from lib.decoding.speculative import speculative_decode
 from lib.reference import speculative_step_fit as step_fit
-from lib.decoding.speculative.drafts import early_exit_distributions
+from lib.decoding.speculative.drafts import early_exit_distributions, early_exit_logits
 from lib.concepts.speculative_acceptance import checks
 from lib.decoding import generate
 from lib.decoding.sampling import SamplingConfig
@@ -41,7 +41,8 @@ cfg = SamplingConfig(T, top_p=None if top_p >= 1.0 else top_p)
 
 # ---- everything this run measures (cached per model, prompt and settings) -----------------------
 with st.spinner(t("running")):
-    p, qs = runtime.cached(early_exit_distributions)(m.engine, prompt.ids, cfg)      # (V,), (L, V)
+    exits = runtime.cached(early_exit_logits)(m.engine, prompt.ids)                   # (V,), (L, V): one forward
+    p, qs = runtime.cached(early_exit_distributions)(m.engine, prompt.ids, cfg, _logits=exits)   # (V,), (L, V)
     q = qs[k - 1]
 
 

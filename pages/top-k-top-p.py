@@ -36,6 +36,9 @@ except InvalidSamplingParameter as e:
 
 # ---- one distribution: where each filter cuts ---------------------------------------------
 logits = runtime.cached(generate.next_token_logits)(m.engine, prompt.ids)          # (V,)
+# the continuation (n_new forward steps) starts now and is drawn in its place below once it is
+# done: the figures of this one distribution do not wait for it (issue 29)
+later = runtime.start(lambda: runtime.cached(tkp.nucleus_trace)(m.engine, prompt.ids, T, p, seed, n_new, m.spec.eos_ids))
 curve = runtime.cached(tkp.cut_curve)(logits, T, k, p)
 curve_tokens = token_texts(m.tokenizer, curve.ids)
 tail = m.tokenizer.decode(list(prompt.ids[-4:]), skip_special_tokens=True)
@@ -55,30 +58,10 @@ if q1:
     st.caption(t("cut_caption", V=curve.vocab, n=curve.nucleus, pm=curve.nucleus_mass, k=curve.k_kept,
                  km=curve.k_mass))
 
-# ---- a real continuation: nucleus size per step -------------------------------------------
-st.subheader(t("gen_title"))
-with st.spinner(t("gen_running", n=n_new)):
-    trace = runtime.cached(tkp.nucleus_trace)(m.engine, prompt.ids, T, p, seed, n_new, m.spec.eos_ids)
-k_mass = tkp.top_k_mass(trace, k)
-labels = [f"{i + 1}·{s}" for i, s in enumerate(token_texts(m.tokenizer, generated_ids(trace.steps)))]
-L = {k_: t(f"steps_{k_}") for k_ in ("nucleus", "tokens", "k_line", "p_mass", "k_mass", "y_count", "y_mass", "x")}
-L["title"] = t("steps_title", p=p, lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()))
-spread = int(trace.nucleus.max()) / max(1, int(trace.nucleus.min()))
-q2 = page.predict("spread", t("q_spread", p=p, n=len(trace.steps)), ("steady", "varies"),
-                  "varies" if spread >= 10 else "steady",
-                  t("q_spread_why", lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()), r=spread, p=p),
-                  format_func=lambda k: t(f"q_spread_{k}"))
-if q2:
-    page.figure(plots.nucleus_steps_figure(labels, trace.nucleus.tolist(), trace.p_mass, k_mass, p, k, L, fmt=t.num),
-                "nucleus_per_step", {"step_token": labels, "top_p_kept": trace.nucleus.tolist(),
-                                     "top_p_mass": trace.p_mass.tolist(), "top_k_mass": k_mass.tolist()})
-view_labels = {key: t(f"lbl_{key}") for key in ("model", "final", "rank", "kept", "step", "token",
-                                                 "stage_temperature", "stage_top_p")}
-st.markdown(f"**{t('gen_view', T=T, p=p, seed=seed)}**")
-st.html(tokens_html(m.tokenizer, prompt.text[-200:], trace.steps, view_labels, fmt=t.num))
-st.caption(t("gen_caption"))
-with st.expander(t("gen_table")):
-    st.dataframe(steps_table(m.tokenizer, trace.steps, view_labels, fmt=t.num), hide_index=True)
+# ---- a real continuation: nucleus size per step (its place; drawn below, once computed) -------
+gen_box = st.container()
+gen_box.subheader(t("gen_title"))
+gen_bar = gen_box.progress(0.0, text=t("gen_running", n=n_new))
 
 # ---- top-k vs top-p on the same distribution; stage order -----------------------------------
 sets = runtime.cached(tkp.kept_sets)(logits, T, k, p)
@@ -98,6 +81,31 @@ page.figure(plots.order_figure(effect, T, L, fmt=t.num), "stage_order",
             {"T": effect.temperatures.tolist(), "kept_T_before_top_p": effect.t_first.tolist(),
              "kept_T_after_top_p": effect.t_after.tolist()})
 st.caption(t("order_caption", T=T, a=int(at_T.t_first[0]), b=int(at_T.t_after[0])))
+
+# ---- the continuation, into its place ---------------------------------------------------------
+[trace] = later.results()
+gen_bar.empty()
+with gen_box:
+    k_mass = tkp.top_k_mass(trace, k)
+    labels = [f"{i + 1}·{s}" for i, s in enumerate(token_texts(m.tokenizer, generated_ids(trace.steps)))]
+    L = {k_: t(f"steps_{k_}") for k_ in ("nucleus", "tokens", "k_line", "p_mass", "k_mass", "y_count", "y_mass", "x")}
+    L["title"] = t("steps_title", p=p, lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()))
+    spread = int(trace.nucleus.max()) / max(1, int(trace.nucleus.min()))
+    q2 = page.predict("spread", t("q_spread", p=p, n=len(trace.steps)), ("steady", "varies"),
+                      "varies" if spread >= 10 else "steady",
+                      t("q_spread_why", lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()), r=spread, p=p),
+                      format_func=lambda k: t(f"q_spread_{k}"))
+    if q2:
+        page.figure(plots.nucleus_steps_figure(labels, trace.nucleus.tolist(), trace.p_mass, k_mass, p, k, L, fmt=t.num),
+                    "nucleus_per_step", {"step_token": labels, "top_p_kept": trace.nucleus.tolist(),
+                                         "top_p_mass": trace.p_mass.tolist(), "top_k_mass": k_mass.tolist()})
+    view_labels = {key: t(f"lbl_{key}") for key in ("model", "final", "rank", "kept", "step", "token",
+                                                     "stage_temperature", "stage_top_p")}
+    st.markdown(f"**{t('gen_view', T=T, p=p, seed=seed)}**")
+    st.html(tokens_html(m.tokenizer, prompt.text[-200:], trace.steps, view_labels, fmt=t.num))
+    st.caption(t("gen_caption"))
+    with st.expander(t("gen_table")):
+        st.dataframe(steps_table(m.tokenizer, trace.steps, view_labels, fmt=t.num), hide_index=True)
 
 page.notice()
 

@@ -164,10 +164,10 @@ def frequent_tokens(tokenizer, texts, extra_ids=()) -> tuple[int, ...]:
     return tuple(sorted(ids))
 
 
-def early_exit_distributions(engine: Engine, prompt_ids, cfg: SamplingConfig) -> tuple[torch.Tensor, torch.Tensor]:
-    """At the position after `prompt_ids`: the target's p (V,) and the early-exit draft's q for
-    every k = 1..n_layers (n_layers, V), all through the same sampling pipeline, from ONE
-    forward (the residual stream after each layer goes through the final norm + LM head)."""
+def early_exit_logits(engine: Engine, prompt_ids) -> tuple[torch.Tensor, torch.Tensor]:
+    """At the position after `prompt_ids`: the target's logits (V,) and the early-exit draft's
+    for every k = 1..n_layers (n_layers, V), from ONE forward (the residual stream after each
+    layer goes through the final norm + LM head, all layers' rows in one head call)."""
     last: dict[int, torch.Tensor] = {}
 
     def keep(layer, x):
@@ -179,6 +179,16 @@ def early_exit_distributions(engine: Engine, prompt_ids, cfg: SamplingConfig) ->
     h = torch.cat([last[l] for l in range(engine.spec.n_layers)])              # (L, D)
     with torch.inference_mode():
         logits = head_logits(engine, h).float().cpu()                          # (L, V)
+    return final, logits
+
+
+def early_exit_distributions(engine: Engine, prompt_ids, cfg: SamplingConfig,
+                             _logits: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """At the position after `prompt_ids`: the target's p (V,) and the early-exit draft's q for
+    every k = 1..n_layers (n_layers, V), all through the same sampling pipeline, from ONE
+    forward (early_exit_logits; `_logits`: its result, if already computed — a change of the
+    sampling settings then reruns only the pipelines)."""
+    final, logits = _logits if _logits is not None else early_exit_logits(engine, prompt_ids)
     p = run_pipeline(final, cfg).probs
     qs = torch.stack([run_pipeline(logits[l], cfg).probs for l in range(len(logits))])
     return p, qs                                                                # (V,), (L, V)
