@@ -188,7 +188,7 @@ class Engine:
         """A reference run against K others over the same n positions, without holding any
         (rows, V) logits: x ((K + 1) n, D) final hidden states (the reference's n rows first),
         targets (n,) -> KL(p_ref || p_run) (K, n), -ln p_ref[target] (n,), -ln p_run[target]
-        (K, n), top-1 agreement (K, n) (lib/core/vocab_matrix.running_comparison, float64)."""
+        (K, n), top-1 agreement (K, n) (lib/core/online_softmax.running_comparison, float64)."""
         cap = self.spec.final_softcap
         return self.lm_head.compare(x, n, targets.to(self.lm_head.device, torch.long),
                                     transform=(lambda y: soft_cap(y, cap)) if cap else None)
