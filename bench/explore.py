@@ -133,9 +133,8 @@ def stale_work_stops(url: str, alone: list[dict], pages: int = 3) -> list[dict]:
                   key=lambda r: -r["complete_s"])[:pages]
     out = []
     for r in slow:
-        prompt = urllib.parse.urlencode({"prompt": OWN["en"].format(tag=RUN_TAG + " C.")})
-        back = change_twice(url, r["page"], prompt, "")
-        default = change_twice(url, r["page"], "", "", delay_s=0.0)      # the default alone, cached
+        back = change_twice(url, r["page"], OWN["en"].format(tag=RUN_TAG + " C."))
+        default = change_twice(url, r["page"], None)                     # the default alone, cached
         out.append({"page": r["page"], "slow_alone_s": r["complete_s"], "back_to_default_s": round(back, 2),
                     "default_alone_s": round(default, 2), "stale_stop_s": round(max(0.0, back - default), 2)})
         _say(f"stale work on {r['page']}: {out[-1]}")
