@@ -151,6 +151,6 @@ sq = dict(zip(qz.GRANULARITIES, sqnr[BITS.index(bits)]))
 page.checks(checks.page_checks(acts, bits, group, sq, clip_at, qz.clip(acts, clip_at), by_kind["clip"].effect,
                                ppl_ref, t))
 page.try_this()
-page.code(qz.quantize, ac.outlier_channels, ac.injection_hooks, ac.compare)
+page.code(qz.quantize, ac.outlier_channels, ac.injection_hooks, ac.compare_runs)
 page.sources()
 page.finish()

@@ -81,11 +81,6 @@ def run_with_hooks(engine: Engine, ids: tuple[int, ...], hooks: dict) -> torch.T
     return engine.forward(x, engine.new_cache(capacity=len(ids)), hooks=hooks, logits="none")[0].float().cpu()
 
 
-def head_logits(engine: Engine, hidden: torch.Tensor) -> torch.Tensor:
-    """The LM head on final hidden states (T, D) -> logits (T, V), as the engine computes them."""
-    return engine.head(hidden.to(engine.device, engine.dtype)).float().cpu()
-
-
 def compare_runs(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, h_runs: list[torch.Tensor]) -> list[Effect]:
     """Each run against the reference: KL(p_ref || p_run) at every position and the perplexity
     of the text's next tokens in both. h_ref and every h_run are final hidden states (T, D).
