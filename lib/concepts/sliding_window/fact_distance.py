@@ -7,8 +7,8 @@ prefill runs the longest one; each shorter distance crops the cache (free: a mas
 never evicts) and runs only its question. Distances are processed longest first, because a
 question overwrites the entries after its crop point. The prefill goes PREFILL_CHUNK tokens
 at a time through PolicyReads, so each chunk's attention reads only the keys the policy and
-the model's own window leave it (a window of 512 over 1,560 tokens: 3 of the 18 layers read
-everything, the rest at most 512 + 256 keys per query).
+the model's own window leave it (the model's own layout over 1,560 tokens: its 3 global layers
+read everything, its 15 local ones at most 511 + 256 keys per chunk).
 """
 from __future__ import annotations
 
