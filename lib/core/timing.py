@@ -13,6 +13,11 @@ A process may forbid some threads to measure (`guard_measurements`): the backgro
 that precomputes pages runs at the lowest CPU priority, so anything else on the machine (a
 browser drawing charts) would stretch its timings; it leaves them to the first real visitor.
 
+The lock takes turns: a measurement waits for the work running when it asked, and the work
+that asked while a measurement ran goes before the next measurement. A timing sweep is a chain
+of measurements; without turns, the sweep's next measurement would always get in first and
+every other session's model work would wait for the whole sweep.
+
 `measure(fn, repeats)` runs `fn` `repeats` times inside `exclusive()` and returns the median
 with its spread and the machine's load average at that moment, so a page can say under which
 conditions it measured. A thread that already holds `model_work()` may enter `exclusive()`
@@ -29,23 +34,38 @@ from dataclasses import dataclass
 
 
 class _ReadersWriter:
+    """Readers share, a writer is alone, and they take turns (phase-fair): readers that arrive
+    while a writer waits or writes wait; when the writer is done, every reader waiting then is
+    let in before the next writer starts."""
+
     def __init__(self):
         self._cond = threading.Condition()
         self._readers = 0
         self._writer: int | None = None     # thread id of the measuring thread
         self._writers_waiting = 0
+        self._phase = 0                     # writers done so far
+        self._waiting: dict[int, int] = {}  # phase a reader began waiting in -> readers waiting
         self._mine = threading.local()      # per-thread count of held reader shares
 
     def _held(self) -> int:
         return getattr(self._mine, "n", 0)
+
+    def _earlier_readers_waiting(self) -> bool:
+        return any(came < self._phase for came in self._waiting)
 
     @contextmanager
     def read(self):
         me = threading.get_ident()
         with self._cond:
             if self._writer != me and self._held() == 0:
-                while self._writer is not None or self._writers_waiting:
+                came = self._phase
+                self._waiting[came] = self._waiting.get(came, 0) + 1
+                # a reader that came before the last writer finished goes before the next one
+                while self._writer is not None or (self._writers_waiting and came == self._phase):
                     self._cond.wait()
+                self._waiting[came] -= 1
+                if not self._waiting[came]:
+                    del self._waiting[came]
             self._readers += 1
             self._mine.n = self._held() + 1
         try:
@@ -68,7 +88,7 @@ class _ReadersWriter:
             own = self._held()
             self._readers -= own            # set this thread's own shares aside
             self._writers_waiting += 1
-            while self._writer is not None or self._readers > 0:
+            while self._writer is not None or self._readers > 0 or self._earlier_readers_waiting():
                 self._cond.wait()
             self._writers_waiting -= 1
             self._writer = me
@@ -78,6 +98,7 @@ class _ReadersWriter:
             with self._cond:
                 self._writer = None
                 self._readers += own
+                self._phase += 1            # readers waiting now: their turn before the next writer
                 self._cond.notify_all()
 
 
