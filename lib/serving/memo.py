@@ -11,7 +11,8 @@ an already computed reference run):
 3. in the cache folder (same code version) -> loaded (a restarted server shows defaults at once);
 4. otherwise          -> computed inside `model_work()` (so a timed measurement elsewhere runs
                          alone), at most `LLM_LAB_WORKERS` computations at once (default: half
-                         the cores, at least 2: bounds the class's transient memory) -- except
+                         the cores, at least 2: bounds the class's transient memory; a script
+                         run with fewer results so far goes first: lib.serving.compute_slots) -- except
                          generations whose forwards join the engine's batches
                          (lib.decoding.batching.joins_batches): up to `LLM_LAB_BATCHED_WORKERS`
                          (64) of them run side by side and share each batched step -- then
@@ -30,6 +31,7 @@ sessions: treat them as read-only. Each script run collects where its results ca
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -41,20 +43,21 @@ from dataclasses import dataclass
 from lib.core import cancellation
 from lib.core.timing import model_work
 from lib.serving import result_store
+from lib.serving.compute_slots import ComputeSlots
 from lib.serving.result_store import Provenance, ResultStore, nbytes
 
 BUDGET_BYTES = int(float(os.environ.get("LLM_LAB_RESULT_CACHE_MB", "192")) * 2**20)
 # At most this many computations at once: more only multiplies the transient memory (each holds
 # its activations) on a machine whose cores are already busy; the rest wait their turn.
 WORKERS = int(os.environ.get("LLM_LAB_WORKERS", "0")) or max(2, (os.cpu_count() or 2) // 2)
-_workers = threading.BoundedSemaphore(WORKERS)
+_workers = ComputeSlots(WORKERS)
 # Generations that join the engine's batches (lib.decoding.batching.joins_batches) have their own,
 # larger limit: together they share each batched step, and each holds only its short cache and
 # one step's logits (at most a few choose their next token at once: generate.CHOOSING). A class
 # of 30 on the temperature page runs 60 (two per prompt). 30 new prompts on a fresh server, one
 # after another (2026-12-01, before the last memory fixes): 16 -> p95 53.8 s, 32 -> 39.2 s, 64 -> 30.9 s.
 BATCHED_WORKERS = int(os.environ.get("LLM_LAB_BATCHED_WORKERS", "64"))
-_batched_workers = threading.BoundedSemaphore(BATCHED_WORKERS)
+_batched_workers = ComputeSlots(BATCHED_WORKERS)
 
 
 def _libc():
@@ -164,15 +167,23 @@ def _note(fn_name: str, origin: str, prov: Provenance | None) -> None:
         _run.used.append(Used(fn_name, origin, prov))
 
 
+def _slot(workers: ComputeSlots):
+    """One of `workers` for this computation, in its turn: a script run with fewer results so
+    far goes first (lib.serving.compute_slots). A computation inside another one already holds
+    a slot (waiting for a second one could wait for itself)."""
+    if getattr(_run, "in_slot", False):
+        return contextlib.nullcontext()
+    return _marked_in_slot(workers.hold(priority=len(getattr(_run, "used", ()))))
+
+
 @contextmanager
-def _slot(workers: threading.BoundedSemaphore):
-    """Hold one of `workers`; while waiting for it, stop if nobody wants the result any more."""
-    while not workers.acquire(timeout=0.1):
-        cancellation.checkpoint()
-    try:
-        yield
-    finally:
-        workers.release()
+def _marked_in_slot(held):
+    with held:
+        _run.in_slot = True
+        try:
+            yield
+        finally:
+            _run.in_slot = False
 
 
 class Memo:

@@ -23,11 +23,12 @@ def test_a_batched_generation_runs_while_every_worker_slot_is_taken():
         return x + 2
 
     was, memo_module.STORE.enabled = memo_module.STORE.enabled, False
-    taken = 0
+    taken = []
     try:
-        while memo_module._workers.acquire(blocking=False):      # every slot busy (a class computing)
-            taken += 1
-        assert taken == memo_module.WORKERS
+        while memo_module._workers.free:                         # every slot busy (a class computing)
+            taken.append(memo_module._workers.hold())
+            taken[-1].__enter__()
+        assert len(taken) == memo_module.WORKERS
         out = {}
         g = threading.Thread(target=lambda: out.setdefault("generation", _fresh(generation)(1)), daemon=True)
         g.start()
@@ -37,13 +38,12 @@ def test_a_batched_generation_runs_while_every_worker_slot_is_taken():
         t.start()
         t.join(timeout=0.5)
         assert "other" not in out                                # waits for a slot
-        memo_module._workers.release()
-        taken -= 1
+        taken.pop().__exit__(None, None, None)
         t.join(timeout=10)
         assert out == {"generation": 2, "other": 3}
     finally:
-        for _ in range(taken):
-            memo_module._workers.release()
+        for held in taken:
+            held.__exit__(None, None, None)
         memo_module.STORE.enabled = was
 
 

@@ -1,0 +1,91 @@
+"""lib/serving/compute_slots.py: at most N at once; a lower priority number goes first, equal
+numbers in the order they asked; a computation nobody wants leaves the queue."""
+import threading
+import time
+
+import pytest
+
+from lib.core import cancellation
+from lib.serving.compute_slots import ComputeSlots
+
+
+def _until(cond, timeout_s=5.0):
+    end = time.monotonic() + timeout_s
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.001)
+    assert cond()
+
+
+def _queue_up(slots, order, asks):
+    """Start one thread per (name, priority), each asking only once the one before waits."""
+    threads = []
+    for name, priority in asks:
+        def work(name=name, priority=priority):
+            with slots.hold(priority):
+                order.append(name)
+        threads.append(threading.Thread(target=work, daemon=True))
+        threads[-1].start()
+        _until(lambda n=len(threads): slots.waiting() == n)
+    return threads
+
+
+def test_first_figures_first_then_in_order_of_asking():
+    slots, order = ComputeSlots(1), []
+    held = slots.hold(0)
+    held.__enter__()                                   # the one slot is busy
+    threads = _queue_up(slots, order, [("third result", 2), ("first result A", 0), ("second", 1),
+                                       ("first result B", 0)])
+    held.__exit__(None, None, None)
+    for t in threads:
+        t.join(5)
+    assert order == ["first result A", "first result B", "second", "third result"]
+
+
+def test_never_more_than_n_at_once():
+    slots, lock, now, peak = ComputeSlots(2), threading.Lock(), [0], [0]
+
+    def work():
+        with slots.hold():
+            with lock:
+                now[0] += 1
+                peak[0] = max(peak[0], now[0])
+            time.sleep(0.01)
+            with lock:
+                now[0] -= 1
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert peak[0] == 2 and slots.free == 2
+
+
+def test_a_computation_nobody_wants_leaves_the_queue():
+    slots, wanted, out = ComputeSlots(1), [True], []
+    held = slots.hold()
+    held.__enter__()
+
+    def stale():
+        with cancellation.wanted_while(lambda: wanted[0]):
+            try:
+                with slots.hold(0):
+                    out.append("computed")
+            except cancellation.Cancelled:
+                out.append("stopped")
+
+    t = threading.Thread(target=stale, daemon=True)
+    t.start()
+    _until(lambda: slots.waiting() == 1)
+    wanted[0] = False
+    t.join(5)
+    assert out == ["stopped"] and slots.waiting() == 0
+    held.__exit__(None, None, None)
+    with slots.hold(5):                                # the slot is free for the next one
+        assert slots.free == 0
+    assert slots.free == 1
+
+
+def test_at_least_one_slot():
+    with pytest.raises(ValueError):
+        ComputeSlots(0)
