@@ -39,13 +39,15 @@ def main() -> None:
     ap.add_argument("--reuse-results", action="store_true", help="--explore: keep the cache folder's results (default: empty)")
     ap.add_argument("--pages", default="", help="--explore: only these page slugs (comma-separated)")
     ap.add_argument("--no-prewarm", action="store_true", help="--explore: no background pre-computation (a quick look)")
+    ap.add_argument("--class-only", action="store_true",
+                    help="--explore: only the thirty-at-once scenario (no one-visitor sweep, no comparison alone)")
     a = ap.parse_args()
     if a.explore:
         from bench import explore
 
         out = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(["python -m bench"] + sys.argv[1:])}
         out.update(explore.run(a.port if "--port" in sys.argv else 8631, a.sessions, a.reuse_results, a.pages,
-                               prewarm=not a.no_prewarm))
+                               prewarm=not a.no_prewarm, class_only=a.class_only))
         print(json.dumps(out, default=float))
         return
     if a.live_class:

@@ -142,7 +142,7 @@ def stale_work_stops(url: str, alone: list[dict], pages: int = 3) -> list[dict]:
 
 
 def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only: str = "",
-        prewarm: bool = True) -> dict:
+        prewarm: bool = True, class_only: bool = False) -> dict:
     from bench.visitor import class_of, visit
     from lib.concepts.catalog import CONCEPTS
 
@@ -172,18 +172,19 @@ def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only:
         out["explore_load_avg_start"] = round(os.getloadavg()[0], 2)
         rss.phase()
         alone = []
-        for page, what, query in todo:
+        for page, what, query in ([] if class_only else todo):
             v = visit(url, page, query, timeout_s=VISIT_TIMEOUT_S, keep_texts=True, until_complete=True)
             alone.append(row(page, what, v))
             _say(f"{page} {what}: first chart {alone[-1]['first_chart_s']} s, complete {alone[-1]['complete_s']} s"
                  + (f" CRASHED {alone[-1]['why']}" if v.crashed else ""))
-        out["explore_one_peak_rss_mb"] = rss.phase()
-        out.update(summary(alone, "explore_one"))
-        out["explore_one_prompt_complete_median_s"] = round(statistics.median(
-            [r["complete_s"] for r in alone if r["change"].startswith("own prompt") and not r["crashed"]] or [0]), 2)
-        out["explore_one_slowest"] = sorted(alone, key=lambda r: -r["complete_s"])[:12]
-        out["explore_one_rows"] = alone
-        out["explore_stale"] = stale_work_stops(url, alone)
+        if not class_only:
+            out["explore_one_peak_rss_mb"] = rss.phase()
+            out.update(summary(alone, "explore_one"))
+            out["explore_one_prompt_complete_median_s"] = round(statistics.median(
+                [r["complete_s"] for r in alone if r["change"].startswith("own prompt") and not r["crashed"]] or [0]), 2)
+            out["explore_one_slowest"] = sorted(alone, key=lambda r: -r["complete_s"])[:12]
+            out["explore_one_rows"] = alone
+            out["explore_stale"] = stale_work_stops(url, alone)
         # thirty at once: changes nobody made yet (controls between their ends, new prompts)
         mix = class_mix(cases(controls, pages, tag=RUN_TAG + " B.", where=("middle",)), pages, sessions)
         _say(f"{len(mix)} sessions at once")
@@ -194,11 +195,15 @@ def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only:
         out.update(summary(rows, "explore_class"))
         out["explore_class_peak_rss_mb"] = rss.phase()
         out["explore_class_crashes"] = [f"{r['page']} {r['change']}: {r['why']}" for r in rows if r["crashed"]][:5]
+        out["explore_class_rows"] = rows
     finally:
         out["explore_peak_rss_mb"] = round(rss.stop())
         stop_server(proc)
         log.close()
         work.cleanup()
+    if class_only:
+        out["explore_class_equal_alone"] = "not compared (--class-only)"
+        return out
     _say("each of the class's changes alone on a second fresh server")
     alone_views = [token_views(v) for v in alone_on_a_fresh_server(mix)]
     compared = [(f"{p}?{q}", a, token_views(v)) for (p, _, q), v, a in zip(mix, together, alone_views) if a]
