@@ -33,21 +33,32 @@ seed = page.state.integer("seed", t("seed_label"), 0, 2**31 - 1, 0, container=ri
 
 others = [encode_prompt(m.tokenizer, t(k), 96).ids for k in ("req_b", "req_c", "req_d")]
 requests = workload.page_requests(prompt.ids, others, n_new, seed)
-with st.spinner(t("running", n=n_new)):
+
+
+def model_run():
+    """The four requests on the real model through the pool, then the checks' references."""
     run = runtime.cached(paged_generation.run_requests)(m.engine, requests, n_blocks, bs)
     batch = runtime.cached(batch_reference.batched_vs_alone)(
         m.engine, tuple(tuple(r.prompt_ids) for r in requests), tuple(run.prompt_hidden.get(r.rid) for r in requests))
-for rid in run.rejected:
+    return run, batch
+
+
+# The schedule depends only on the lengths (every request generates its n tokens): the block
+# tables, copies and memory are drawn from the plan at once while the model runs it.
+later = runtime.start(model_run)
+plan = paged_generation.plan_requests(m.engine.spec, requests, n_blocks, bs, dtype=m.engine.dtype)
+for rid in plan.rejected:
     st.warning(t("rejected", rid=rid, blocks=n_blocks))
-if not run.snapshots:
+if not plan.snapshots:
+    later.results()
     page.finish()
     st.stop()
 
 st.markdown(t("requests_line", **{f"n{r.rid}": len(r.prompt_ids) for r in requests}, m=n_new, h=max(2, n_new // 2),
-              bs=bs, nb=n_blocks, last=n_blocks - 1, kib=run.bytes_per_token * bs / 1024, L=m.spec.n_layers))
+              bs=bs, nb=n_blocks, last=n_blocks - 1, kib=plan.bytes_per_token * bs / 1024, L=m.spec.n_layers))
 
 # ---- predict: how many copies will copy-on-write make? ----------------------------------------
-n_cow = len(run.cow_copies)
+n_cow = len(plan.cow_copies)
 answer = str(n_cow) if n_cow <= 2 else "many"
 why = t("predict_why_partial" if len(prompt.ids) % bs else "predict_why_full",
         p=len(prompt.ids), bs=bs, q=len(prompt.ids) // bs, r=len(prompt.ids) % bs, c=n_cow)
@@ -55,12 +66,12 @@ revealed = page.predict("cow", t("predict_q", p=len(prompt.ids), bs=bs), ("0", "
                         format_func=lambda o: t(f"opt_{o}"))
 
 # ---- step through the scheduler ----------------------------------------------------------------
-last = len(run.snapshots) - 1
-colors = plots.owner_colors(list(run.tokens))
+last = len(plan.snapshots) - 1
+colors = plots.owner_colors(list(plan.tokens))
 
 
 def draw_step(step: int) -> None:
-    sn = run.snapshots[step]
+    sn = plan.snapshots[step]
     st.markdown(t("step_head", step=sn.step, used=sn.used_blocks, nb=n_blocks))
     st.markdown("\n".join(f"- {events.describe(e, t)}" for e in sn.events) or t("no_event"))
     fill = [0] * n_blocks
@@ -82,7 +93,7 @@ def draw_step(step: int) -> None:
     else:
         st.caption(t("no_tables"))
     with st.expander(t("log_title", step=sn.step)):
-        st.markdown("\n".join(f"{t('log_step', s=s)} {line}" for s, line in events.step_log(run.snapshots, step, t)))
+        st.markdown("\n".join(f"{t('log_step', s=s)} {line}" for s, line in events.step_log(plan.snapshots, step, t)))
 
 
 if revealed:
@@ -90,11 +101,11 @@ if revealed:
     step_through(page, last, t("step_label"), t("step_help"), draw_step, PLAY_EVERY_S)
 
 # ---- memory over the run -----------------------------------------------------------------------
-steps = [s.step for s in run.snapshots]
-bpt = run.bytes_per_token
-reserved = [len(s.tables) * reserve * bpt / MIB for s in run.snapshots]
-allocated = [s.used_blocks * bs * bpt / MIB for s in run.snapshots]
-stored = [s.filled_slots * bpt / MIB for s in run.snapshots]
+steps = [s.step for s in plan.snapshots]
+bpt = plan.bytes_per_token
+reserved = [len(s.tables) * reserve * bpt / MIB for s in plan.snapshots]
+allocated = [s.used_blocks * bs * bpt / MIB for s in plan.snapshots]
+stored = [s.filled_slots * bpt / MIB for s in plan.snapshots]
 fig = plots.memory_figure(steps, reserved, allocated, stored,
                           {"reserved": t("mem_reserved", r=reserve), "allocated": t("mem_allocated"),
                            "stored": t("mem_stored"), "title": t("mem_title"), "x": t("mem_x"), "y": "MiB"})
@@ -106,6 +117,9 @@ st.caption(t("mem_caption", bpt=bpt / 1024, s=steps[peak], r=reserved[peak], a=a
 
 # ---- what each sequence generated -----------------------------------------------------------------
 st.markdown(f"**{t('gen_title')}**")
+bar = st.progress(0.0, text=t("running", n=n_new))
+[(run, batch)] = later.results()
+bar.empty()
 show = lambda ids: m.tokenizer.decode(ids, skip_special_tokens=True).replace("\n", "⏎")  # noqa: E731
 st.dataframe(pd.DataFrame([{t("col_seq"): s, t("col_prompt_end"): "…" + show(run.tokens[s][max(1, run.n_prompt[s] - 8):run.n_prompt[s]]),
                             t("col_generated"): show(run.tokens[s][run.n_prompt[s]:])}

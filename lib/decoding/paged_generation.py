@@ -105,6 +105,18 @@ def _pick(logits: torch.Tensor, temperature: float, gen: torch.Generator) -> int
     return choose_token(logits.float().cpu(), SamplingConfig(temperature), gen)[1]
 
 
+def plan_requests(spec, requests: list[Request], num_blocks: int, block_size: int = 16,
+                  max_steps: int = 200, dtype=torch.float32) -> PagedRun:
+    """The schedule `run_requests` follows, without the model: every request generates exactly
+    `max_new` tokens (no end-of-text stop), so admissions, block tables, copy-on-write and
+    frees depend only on the lengths. Same snapshots, copies and refusals as the real run, in
+    milliseconds; its `tokens` hold the prompts and one placeholder id (-1) per new token, and
+    it checks nothing (max_abs_diff 0, n_checked 0). `bytes_per_token` is measured on a
+    one-block pool of the model's shape (`spec`, `dtype`)."""
+    return _serve(None, BlockPool(spec, 1, block_size, dtype).bytes_per_token, requests, num_blocks, block_size,
+                  max_steps)[0]
+
+
 def run_requests(engine, requests: list[Request], num_blocks: int, block_size: int = 16,
                  max_steps: int = 200) -> PagedRun:
     """Serve `requests` on a pool of `num_blocks` blocks; then re-run every finished sequence
@@ -118,9 +130,17 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
       ("cow", seq, src, dst)                        seq wrote into shared block src: copied to dst
       ("free", seq, returned, held)                 seq finished; `returned` went back to the free list
     """
-    bm = BlockManager(num_blocks, block_size)
     pool = BlockPool(engine.spec, num_blocks, block_size, engine.dtype, engine.device)
-    run = PagedRun(block_size, num_blocks, pool.bytes_per_token)
+    run, step_logits = _serve(engine, pool, requests, num_blocks, block_size, max_steps)
+    _compare_with_contiguous(engine, run, step_logits)
+    return run
+
+
+def _serve(engine, pool, requests, num_blocks: int, block_size: int, max_steps: int):
+    """The scheduler loop of `run_requests`; with engine None (`plan_requests`) it does the
+    block bookkeeping alone (`pool` is then the bytes per token) and picks no tokens."""
+    bm = BlockManager(num_blocks, block_size)
+    run = PagedRun(block_size, num_blocks, pool if engine is None else pool.bytes_per_token)
     waiting = sorted(requests, key=lambda r: (r.arrival_step, r.rid))
     running: dict[str, dict] = {}           # seq -> {left, temperature, gen, next}
     step_logits: dict[str, list[torch.Tensor]] = {}
@@ -134,17 +154,20 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
             ids = list(r.prompt_ids)
             names = [r.rid] if len(r.samples) == 1 else [f"{r.rid}.{i + 1}" for i in range(len(r.samples))]
             bm.allocate(names[0], ids, use_prefix_cache=False)
-            batch = PagedBatch(pool, bm, [names[0]], [ids])       # the prompt's slots, via its block table
-            logits = prefill(engine, torch.tensor([ids], device=engine.device), batch,
-                             positions=batch.positions)[0][0]                             # (V,)
+            if engine is None:
+                bm.append_slots(names[0], ids)
+            else:
+                batch = PagedBatch(pool, bm, [names[0]], [ids])       # the prompt's slots, via its block table
+                logits = prefill(engine, torch.tensor([ids], device=engine.device), batch,
+                                 positions=batch.positions)[0][0]                         # (V,)
             for nm in names[1:]:
                 bm.fork(names[0], nm)
             for nm, (temp, seed) in zip(names, r.samples):
                 gen = torch.Generator().manual_seed(int(seed))
-                tok = _pick(logits, temp, gen)
+                tok = -1 if engine is None else _pick(logits, temp, gen)
                 running[nm] = {"left": r.max_new - 1, "temp": temp, "gen": gen, "next": tok}
                 run.tokens[nm], run.n_prompt[nm] = ids + [tok], len(ids)
-                step_logits[nm] = [logits.float().cpu()]
+                step_logits[nm] = [] if engine is None else [logits.float().cpu()]
             events.append(("admit", r.rid, len(ids), tuple(bm.tables[names[0]]), tuple(names)))
         if waiting and waiting[0].arrival_step <= step:
             r = waiting[0]
@@ -152,9 +175,13 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
         active = [s for s in running if running[s]["left"] > 0]
         if active:
             before = {s: list(bm.tables[s]) for s in active}
-            batch = PagedBatch(pool, bm, active, [[running[s]["next"]] for s in active])  # copy-on-write here
-            tokens = torch.tensor([[running[s]["next"]] for s in active], device=engine.device)  # (B, 1)
-            logits = decode_one_token(engine, tokens, batch, batch.positions)             # (B, V)
+            if engine is None:
+                for s in active:
+                    bm.append_slots(s, [running[s]["next"]])
+            else:
+                batch = PagedBatch(pool, bm, active, [[running[s]["next"]] for s in active])  # copy-on-write here
+                tokens = torch.tensor([[running[s]["next"]] for s in active], device=engine.device)  # (B, 1)
+                logits = decode_one_token(engine, tokens, batch, batch.positions)             # (B, V)
             events.append(("decode", tuple(active)))
             for b, s in enumerate(active):
                 for i, (old, new) in enumerate(zip(before[s], bm.tables[s])):
@@ -162,10 +189,11 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
                         run.cow_copies.append((step, s, old, new))
                         events.append(("cow", s, old, new))
                 st = running[s]
-                st["next"] = _pick(logits[b], st["temp"], st["gen"])
+                st["next"] = -1 if engine is None else _pick(logits[b], st["temp"], st["gen"])
                 st["left"] -= 1
                 run.tokens[s].append(st["next"])
-                step_logits[s].append(logits[b].float().cpu())
+                if engine is not None:
+                    step_logits[s].append(logits[b].float().cpu())
         for s in [s for s in running if running[s]["left"] == 0]:
             del running[s]
             held = tuple(bm.tables[s])
@@ -176,8 +204,7 @@ def run_requests(engine, requests: list[Request], num_blocks: int, block_size: i
         run.snapshots.append(_snapshot(step, events, bm))
         if not waiting and not running:
             break
-    _compare_with_contiguous(engine, run, step_logits)
-    return run
+    return run, step_logits
 
 
 HEAD_ROWS = 48      # the check's LM head takes up to this many rows at once (48 x 262,144 logits: 50 MB)

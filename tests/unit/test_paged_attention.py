@@ -93,3 +93,25 @@ def test_the_batching_check_reads_its_alone_side_from_the_runs_recompute(eng, mo
     assert batched_vs_alone(eng, prompts, (h["B"], h["B"], h["C"])).max_abs_diff > 1e-2
     with pytest.raises(ValueError):                    # an alone run shorter than the cut prompt
         batched_vs_alone(eng, prompts, (h["C"], h["B"], h["C"]))
+
+
+def test_the_plan_is_the_schedule_the_model_run_follows(eng):
+    """plan_requests (no model, milliseconds) gives the page its figures before the run: every
+    snapshot, copy and refusal must be the real run's, including a request too big for the pool
+    and one that waits for blocks."""
+    from lib.decoding.paged_generation import plan_requests
+    reqs = [Request("A", tuple(rand_ids(10, 1)), 9, 0, ((0.0, 0), (1.0, 1))),
+            Request("B", tuple(rand_ids(23, 2)), 5), Request("C", tuple(rand_ids(5, 3)), 7),
+            Request("D", tuple(rand_ids(17, 4)), 6, 2), Request("E", tuple(rand_ids(90, 5)), 4, 1)]
+    waited = []
+    for blocks, bs in ((18, 4), (12, 4), (9, 8)):
+        run = run_requests(eng, reqs, num_blocks=blocks, block_size=bs)
+        plan = plan_requests(eng.spec, reqs, num_blocks=blocks, block_size=bs, dtype=eng.dtype)
+        assert plan.snapshots == run.snapshots
+        assert (plan.cow_copies, plan.rejected, plan.bytes_per_token) == (run.cow_copies, run.rejected,
+                                                                          run.bytes_per_token)
+        assert run.rejected == ["E"]
+        waited.append(any(e[0] == "wait" for sn in run.snapshots for e in sn.events))
+        assert {s: len(t) for s, t in plan.tokens.items()} == {s: len(t) for s, t in run.tokens.items()}
+        assert plan.n_checked == 0 and run.n_checked > 0
+    assert any(waited)
