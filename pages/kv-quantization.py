@@ -47,7 +47,20 @@ policies += [kq.KVQuantPolicy(Q(16, "token"), Q(16, "token"), 0),          # 16-
              kq.KVQuantPolicy(None, Q(bits, gran), residual),               # values only
              kq.KVQuantPolicy(Q(bits, "channel"), Q(bits, "token"), residual)]  # KIVI-style
 bar = st.progress(0.0, text=t("running", n=len(policies), E=E, P=T - E))
+results_box = st.container()      # everything that needs the policies' runs
+keys_box = st.container()         # the key channels: the full-precision reference is enough
 report = runtime.cached(kq.reference, max_entries=4)(m.engine, prompt.ids, E)
+
+# ---- key channel magnitudes (drawn first, while the policies run) -----------------------------
+kmax = report.key_channel_max.numpy()
+vmax = report.value_channel_max.numpy()
+with keys_box:
+    fig = plots.channel_heatmap(kmax, {"title": t("fig_keys_title", P=report.n_prefix), "x": t("fig_keys_x"),
+                                       "y": t("layer_word"), "hover": t("layer_word") + " %{y}, " + t("channel_word")
+                                       + " %{x}: %{z:.3g}"})
+    page.figure(fig, "key_channel_max", {f"layer_{l}": kmax[l].tolist() for l in range(len(kmax))},
+                caption=t("fig_keys_caption", kr=float(np.median(kmax.max(1) / np.median(kmax, 1))),
+                          vr=float(np.median(vmax.max(1) / np.median(vmax, 1)))))
 n_grid = len(GRID_BITS) * len(qz.GRANULARITIES)
 runs = []
 for part in (policies[:n_grid], policies[n_grid:]):        # the grid does not change with the bits / scale controls
@@ -58,55 +71,46 @@ for part in (policies[:n_grid], policies[n_grid:]):        # the grid does not c
 bar.empty()
 r16, r_k, r_v, r_kivi = runs[n_grid:]
 
-st.markdown(t("summary", P=report.n_prefix, E=report.n_eval, ppl=runs[0].effect.ppl_ref))
+with results_box:
+    st.markdown(t("summary", P=report.n_prefix, E=report.n_eval, ppl=runs[0].effect.ppl_ref))
 
-G = len(qz.GRANULARITIES)
-gran_label = {g: t(f"gran_{g}") + (f" {group}" if g == "group" else "") for g in qz.GRANULARITIES}
-gran_names = list(gran_label.values())
-grid_runs = {(b, g): (policies[i * G + j], runs[i * G + j]) for i, b in enumerate(GRID_BITS)
-             for j, g in enumerate(qz.GRANULARITIES)}
+    G = len(qz.GRANULARITIES)
+    gran_label = {g: t(f"gran_{g}") + (f" {group}" if g == "group" else "") for g in qz.GRANULARITIES}
+    gran_names = list(gran_label.values())
+    grid_runs = {(b, g): (policies[i * G + j], runs[i * G + j]) for i, b in enumerate(GRID_BITS)
+                 for j, g in enumerate(qz.GRANULARITIES)}
 
-# ---- predict: which scale choice hurts more at int4? ----------------------------------------
-# (int4, not int2: at 2 bits both choices wreck the distribution and their KLs come within ~10%)
-kl_tok, kl_ch = grid_runs[(4, "token")][1].effect.kl_mean, grid_runs[(4, "channel")][1].effect.kl_mean
-answer = "same" if max(kl_tok, kl_ch) <= 1.1 * min(kl_tok, kl_ch) else "token" if kl_tok > kl_ch else "channel"
-revealed = page.predict("int4", t("predict_q"), ("token", "channel", "same"), answer,
-                        t("predict_why", kt=kl_tok, kc=kl_ch, x=max(kl_tok, kl_ch) / max(min(kl_tok, kl_ch), 1e-30)),
-                        format_func=lambda o: t(f"opt_{o}"))
+    # ---- predict: which scale choice hurts more at int4? ----------------------------------------
+    # (int4, not int2: at 2 bits both choices wreck the distribution and their KLs come within ~10%)
+    kl_tok, kl_ch = grid_runs[(4, "token")][1].effect.kl_mean, grid_runs[(4, "channel")][1].effect.kl_mean
+    answer = "same" if max(kl_tok, kl_ch) <= 1.1 * min(kl_tok, kl_ch) else "token" if kl_tok > kl_ch else "channel"
+    revealed = page.predict("int4", t("predict_q"), ("token", "channel", "same"), answer,
+                            t("predict_why", kt=kl_tok, kc=kl_ch, x=max(kl_tok, kl_ch) / max(min(kl_tok, kl_ch), 1e-30)),
+                            format_func=lambda o: t(f"opt_{o}"))
 
-# ---- the grid ------------------------------------------------------------------------------
-grid = lambda f: np.array([[f(grid_runs[(b, g)][1]) for g in qz.GRANULARITIES] for b in GRID_BITS])  # noqa: E731
-tv = grid(lambda r: r.attn_tv)
-kl = grid(lambda r: r.effect.kl_mean)
-dppl = grid(lambda r: r.effect.ppl_new - r.effect.ppl_ref)
-mem = grid(lambda r: r.bytes_stored)
-rows = [{t("col_bits"): f"int{b}", t("col_scale"): gran_names[j], t("col_bytes"): int(mem[i, j]),
-         t("col_tv"): float(tv[i, j]), t("col_kl"): float(kl[i, j]),
-         t("col_ppl"): grid_runs[(b, qz.GRANULARITIES[j])][1].effect.ppl_new, t("col_dppl"): float(dppl[i, j])}
-        for i, b in enumerate(GRID_BITS) for j in range(G)]
-if revealed:
-    fig = plots.grid_figure(list(GRID_BITS), gran_names,
-                            [(t("m_tv"), tv, ".2g"), (t("m_kl"), kl, ".2g"), (t("m_ppl"), np.abs(dppl), ",.5g")],
-                            t("fig_grid_title", E=E, r=residual), t.num)
-    page.figure(fig, "grid", {k: [r[k] for r in rows] for k in rows[0]}, caption=t("fig_grid_caption"))
+    # ---- the grid ------------------------------------------------------------------------------
+    grid = lambda f: np.array([[f(grid_runs[(b, g)][1]) for g in qz.GRANULARITIES] for b in GRID_BITS])  # noqa: E731
+    tv = grid(lambda r: r.attn_tv)
+    kl = grid(lambda r: r.effect.kl_mean)
+    dppl = grid(lambda r: r.effect.ppl_new - r.effect.ppl_ref)
+    mem = grid(lambda r: r.bytes_stored)
+    rows = [{t("col_bits"): f"int{b}", t("col_scale"): gran_names[j], t("col_bytes"): int(mem[i, j]),
+             t("col_tv"): float(tv[i, j]), t("col_kl"): float(kl[i, j]),
+             t("col_ppl"): grid_runs[(b, qz.GRANULARITIES[j])][1].effect.ppl_new, t("col_dppl"): float(dppl[i, j])}
+            for i, b in enumerate(GRID_BITS) for j in range(G)]
+    if revealed:
+        fig = plots.grid_figure(list(GRID_BITS), gran_names,
+                                [(t("m_tv"), tv, ".2g"), (t("m_kl"), kl, ".2g"), (t("m_ppl"), np.abs(dppl), ",.5g")],
+                                t("fig_grid_title", E=E, r=residual), t.num)
+        page.figure(fig, "grid", {k: [r[k] for r in rows] for k in rows[0]}, caption=t("fig_grid_caption"))
 
-full = runs[0].bytes_full
-names = [f"int{b} {gran_names[j]}" for b in GRID_BITS for j in range(G)] + ["KIVI"]
-stored = [int(v) for v in mem.flatten()] + [r_kivi.bytes_stored]
-fig = plots.memory_figure(names, [v / 1024 for v in stored], full / 1024, full / 2048,
-                          {"title": t("fig_mem_title", n=T), "y": t("fig_mem_y"), "stored": t("fig_mem_stored"),
-                           "full": t("fig_mem_full", b=full / 1024), "half": t("fig_mem_half", b=full / 2048)})
-page.figure(fig, "memory", {"policy": names, "bytes_allocated": stored})
-
-# ---- key channel magnitudes ------------------------------------------------------------------
-kmax = report.key_channel_max.numpy()
-vmax = report.value_channel_max.numpy()
-fig = plots.channel_heatmap(kmax, {"title": t("fig_keys_title", P=report.n_prefix), "x": t("fig_keys_x"),
-                                   "y": t("layer_word"), "hover": t("layer_word") + " %{y}, " + t("channel_word")
-                                   + " %{x}: %{z:.3g}"})
-page.figure(fig, "key_channel_max", {f"layer_{l}": kmax[l].tolist() for l in range(len(kmax))},
-            caption=t("fig_keys_caption", kr=float(np.median(kmax.max(1) / np.median(kmax, 1))),
-                      vr=float(np.median(vmax.max(1) / np.median(vmax, 1)))))
+    full = runs[0].bytes_full
+    names = [f"int{b} {gran_names[j]}" for b in GRID_BITS for j in range(G)] + ["KIVI"]
+    stored = [int(v) for v in mem.flatten()] + [r_kivi.bytes_stored]
+    fig = plots.memory_figure(names, [v / 1024 for v in stored], full / 1024, full / 2048,
+                              {"title": t("fig_mem_title", n=T), "y": t("fig_mem_y"), "stored": t("fig_mem_stored"),
+                               "full": t("fig_mem_full", b=full / 1024), "half": t("fig_mem_half", b=full / 2048)})
+    page.figure(fig, "memory", {"policy": names, "bytes_allocated": stored})
 
 # ---- keys vs values -------------------------------------------------------------------------
 st.subheader(t("kv_title"))

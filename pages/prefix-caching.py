@@ -54,17 +54,11 @@ d2.markdown(f"**{t('b_short')}**")
 d2.html(plots.diff_html(tb, [i < lcp for i in range(len(B))], bs))
 st.caption(t("diff_caption"))
 
-# ---- the real model: reuse vs recompute, timing, shifted positions ----------------------------
-with st.spinner(t("running", r=TIME_REPEATS)):
-    res = runtime.cached(prefix_cache.reuse_vs_recompute)(m.engine, tuple(A), tuple(B), bs, TIME_REPEATS)
-    n_keep = max(1, min(len(B) - 1, (len(B) - 1) // bs * bs))
-    sh0 = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, 0)
-    sh = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, shift)
-
-# ---- block hash chain ------------------------------------------------------------------------
-options = sorted({0, res.n_reused, lcp, len(B)})
-if page.predict("reuse", t("predict_reuse_q", nb=len(B), bs=bs), options, res.n_reused,
-                t("predict_reuse_why", lcp=lcp, bs=bs, k=res.n_reused, nb=len(B)),
+# ---- block hash chain (token ids only: drawn before the model runs) ----------------------------
+k_hit = n_hit * bs           # the hit blocks' tokens: what the block manager will hand over (checked below)
+options = sorted({0, k_hit, lcp, len(B)})
+if page.predict("reuse", t("predict_reuse_q", nb=len(B), bs=bs), options, k_hit,
+                t("predict_reuse_why", lcp=lcp, bs=bs, k=k_hit, nb=len(B)),
                 format_func=lambda k: t("predict_reuse_opt", k=k)):
     labels = {"hit": t("hit"), "miss": t("miss"), "partial": t("partial"), "new": t("b_short"), "cached": t("a_short"),
               "x": t("chain_x"), "title": t("chain_title", bs=bs)}
@@ -75,7 +69,15 @@ if page.predict("reuse", t("predict_reuse_q", nb=len(B), bs=bs), options, res.n_
                 wide=True)      # a label in every block: on a phone the chain keeps its width and scrolls
 
 
+# ---- the real model: reuse vs recompute (timed alone), shifted positions ----------------------
 st.subheader(t("time_title"))
+bar = st.progress(0.0, text=t("running", r=TIME_REPEATS))
+res = runtime.cached(prefix_cache.reuse_vs_recompute)(m.engine, tuple(A), tuple(B), bs, TIME_REPEATS)
+bar.progress(0.8, text=t("running", r=TIME_REPEATS))
+n_keep = max(1, min(len(B) - 1, (len(B) - 1) // bs * bs))
+sh0 = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, 0)
+sh = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, shift)
+bar.empty()
 names = [t("t_full", n=res.n_tokens), t("t_reuse", n=res.n_tokens - res.n_reused)]
 fig = plots.timing_figure(names, [res.t_full_s, res.t_reuse_s], {"title": t("time_fig_title", r=res.repeats),
                                                                   "x": t("time_x")})
