@@ -14,6 +14,9 @@ batching scheduler thread that runs many sessions' rows) it never raises. Probes
 serving layer's memo installs "someone else waits for this key, or the caller still wants it",
 so a result another session waits for is never stopped (single-flight stays).
 
+The same checkpoints are where a long computation steps aside for a shorter one that waits
+(`stepping_aside`, installed by the serving layer's compute slots).
+
 `Cancelled` is a BaseException, like Streamlit's own stop: an `except Exception` in page code
 does not swallow it, and a memo waiter treats it as "the owner went away, compute it myself".
 """
@@ -51,8 +54,31 @@ def wanted_while(probe: Probe | None) -> Iterator[None]:
         stack.pop()
 
 
-def checkpoint() -> None:
+def stop_if_unwanted() -> None:
     """Raise Cancelled if this thread's innermost probe says the result is no longer wanted."""
     probe = current_probe()
     if probe is not None and not probe():
         raise Cancelled("the result is no longer wanted")
+
+
+def checkpoint() -> None:
+    """`stop_if_unwanted()`, then this thread's step-aside hook (`stepping_aside`), if any."""
+    stop_if_unwanted()
+    hook = getattr(_local, "step_aside", None)
+    if hook is not None:
+        hook()
+
+
+@contextmanager
+def stepping_aside(hook: Callable[[], None]) -> Iterator[None]:
+    """Inside the block, every checkpoint of this thread also calls `hook()`: between two
+    forward steps a long computation may pause there to let a waiting one go first
+    (lib.serving.compute_slots). Blocks do not nest: an inner one keeps the outer hook."""
+    if getattr(_local, "step_aside", None) is not None:
+        yield
+        return
+    _local.step_aside = hook
+    try:
+        yield
+    finally:
+        _local.step_aside = None

@@ -53,19 +53,23 @@ class _ReadersWriter:
     def _earlier_readers_waiting(self) -> bool:
         return any(came < self._phase for came in self._waiting)
 
+    def _wait_turn_to_read(self) -> None:
+        """(Holding self._cond.) Wait until a new reader may enter."""
+        came = self._phase
+        self._waiting[came] = self._waiting.get(came, 0) + 1
+        # a reader that came before the last writer finished goes before the next one
+        while self._writer is not None or (self._writers_waiting and came == self._phase):
+            self._cond.wait()
+        self._waiting[came] -= 1
+        if not self._waiting[came]:
+            del self._waiting[came]
+
     @contextmanager
     def read(self):
         me = threading.get_ident()
         with self._cond:
             if self._writer != me and self._held() == 0:
-                came = self._phase
-                self._waiting[came] = self._waiting.get(came, 0) + 1
-                # a reader that came before the last writer finished goes before the next one
-                while self._writer is not None or (self._writers_waiting and came == self._phase):
-                    self._cond.wait()
-                self._waiting[came] -= 1
-                if not self._waiting[came]:
-                    del self._waiting[came]
+                self._wait_turn_to_read()
             self._readers += 1
             self._mine.n = self._held() + 1
         try:
@@ -75,6 +79,27 @@ class _ReadersWriter:
                 self._readers -= 1
                 self._mine.n = self._held() - 1
                 self._cond.notify_all()
+
+    @contextmanager
+    def set_aside(self):
+        """This thread's reader shares are given up for the block (a measurement may run
+        meanwhile) and taken back after it, in turn like a new reader."""
+        with self._cond:
+            own = self._held()
+            self._readers -= own
+            self._mine.n = 0
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                if own:
+                    self._wait_turn_to_read()
+                self._readers += own
+                self._mine.n = own
+
+    def writing(self) -> bool:
+        return self._writer == threading.get_ident()
 
     @contextmanager
     def write(self):
@@ -121,6 +146,17 @@ def model_work():
 def exclusive():
     """Context manager: a measurement (alone; waits for running model work to finish)."""
     return _LOCK.write()
+
+
+def paused_model_work():
+    """Context manager: this thread's model work pauses for the block (its shares are given
+    up, so a measurement may run meanwhile) and resumes in turn after it."""
+    return _LOCK.set_aside()
+
+
+def measuring() -> bool:
+    """Is this thread inside `exclusive()`?"""
+    return _LOCK.writing()
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ import math
 
 import torch
 
+from lib.core.cancellation import checkpoint
+
 from lib.core.matmul import ONEDNN_LINEAR, onednn_suits
 from lib.core.online_softmax import running_argmax, running_comparison, running_nll
 
@@ -219,6 +221,8 @@ class Q8VocabMatrix:
         buf = torch.empty(c, self.hidden)                                     # (c, D), reused
         many = onednn_suits(rows)
         for s in range(0, self.vocab, c):
+            if c == self.CHUNK_MANY:
+                checkpoint()          # many rows: a long pass, which may stop or step aside between chunks
             w = self.rows(s, s + c, buf)                                      # (c, D) = E[s:s+c]
             yield s, ONEDNN_LINEAR(rows, w) if many else rows @ w.t()
 

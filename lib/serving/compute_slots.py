@@ -1,27 +1,73 @@
 """At most N computations at once, and who goes next: first figures first.
 
     slots = ComputeSlots(2)
-    with slots.hold(priority=len(results_this_run_has)):     # waits its turn
-        compute()
+    with slots.hold(priority=len(results_this_run_has)) as held:     # waits its turn
+        compute()          # calls held.make_way() between its forward steps
 
 A waiting computation with a lower priority number goes first; equal numbers go in the order
 they asked. The memo asks with the number of results the asking script run already has, so a
 student whose page has nothing on screen yet goes before the fourth computation of a page that
-already shows three figures: under a class, every page's first figure comes early, instead of
-whoever asks again fastest taking every free slot (a plain semaphore lets a thread that just
-released its slot take it back before the waiters wake up).
+already shows three figures.
 
-While waiting, `cancellation.checkpoint()` runs every 0.1 s: a computation nobody wants any
-more leaves the queue.
+A computation that holds its slot long gets a larger number: one more for every QUANTUM_S
+seconds it held it. At each checkpoint between its forward steps (lib.core.cancellation) it
+calls `held.make_way()`: when a computation with a smaller number waits, it gives its slot
+up there and waits for its turn again. So a first figure waits for one forward step of a
+long evaluation, not for all of it (a multilevel feedback queue, as operating systems give
+interactive programs the processor first). Under a class (2026-12-05, thirty sessions, two
+slots): the slots were held by two sessions' checks while twenty-five others waited for a
+first figure.
+
+While waiting, the computation's own cancellation probe runs every 0.1 s: a computation nobody
+wants any more leaves the queue.
 """
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import threading
+import time
 from contextlib import contextmanager
 
 from lib.core import cancellation
+
+QUANTUM_S = 1.0
+
+
+class Held:
+    """One computation's slot (see the module docstring)."""
+
+    def __init__(self, slots: "ComputeSlots", priority: int):
+        self.slots, self.priority = slots, priority
+        self.since = time.monotonic()        # holding since (or last demoted at)
+        self.holding = True
+        self._busy = False
+
+    def make_way(self, pause=contextlib.nullcontext) -> bool:
+        """Between two forward steps: give the slot up if a computation with a smaller number
+        waits, and take it back in turn; `pause()` wraps the wait (the memo gives up its
+        model-work share there). True if it stepped aside."""
+        if self._busy or not self.holding:
+            return False
+        now = time.monotonic()
+        if now - self.since >= QUANTUM_S:
+            self.priority += int((now - self.since) // QUANTUM_S)
+            self.since = now
+        if not self.slots.someone_before(self.priority):
+            return False
+        self._busy = True
+        try:
+            with pause():
+                self.holding = False
+                self.slots._release()
+                self.slots._acquire(self.priority)
+                self.holding = True
+        finally:
+            self._busy = False
+        self.since = time.monotonic()
+        self.slots.stepped_aside += 1
+        return True
 
 
 class ComputeSlots:
@@ -30,20 +76,39 @@ class ComputeSlots:
             raise ValueError("at least one slot")
         self.n = n
         self.free = n
+        self.stepped_aside = 0                      # times a computation gave its slot up (bench, tests)
         self._cond = threading.Condition()
         self._queue: list[tuple[int, int]] = []     # heap of (priority, ticket number)
         self._tickets = itertools.count()
 
     @contextmanager
     def hold(self, priority: int = 0):
-        """Hold one slot for the `with` block; wait for it behind lower priority numbers."""
+        """Hold one slot for the `with` block; wait for it behind smaller priority numbers."""
+        self._acquire(priority)
+        held = Held(self, priority)
+        try:
+            yield held
+        finally:
+            if held.holding:
+                self._release()
+
+    def someone_before(self, priority: int) -> bool:
+        """Does a computation with a smaller priority number wait?"""
+        with self._cond:
+            return bool(self._queue) and self._queue[0][0] < priority
+
+    def waiting(self) -> int:
+        with self._cond:
+            return len(self._queue)
+
+    def _acquire(self, priority: int) -> None:
         with self._cond:
             ticket = (priority, next(self._tickets))
             heapq.heappush(self._queue, ticket)
             try:
                 while not (self.free and self._queue[0] == ticket):
                     self._cond.wait(0.1)
-                    cancellation.checkpoint()
+                    cancellation.stop_if_unwanted()
             except BaseException:
                 self._queue.remove(ticket)
                 heapq.heapify(self._queue)
@@ -52,13 +117,8 @@ class ComputeSlots:
             heapq.heappop(self._queue)
             self.free -= 1
             self._cond.notify_all()             # the next in line may take another free slot
-        try:
-            yield
-        finally:
-            with self._cond:
-                self.free += 1
-                self._cond.notify_all()
 
-    def waiting(self) -> int:
+    def _release(self) -> None:
         with self._cond:
-            return len(self._queue)
+            self.free += 1
+            self._cond.notify_all()

@@ -89,3 +89,46 @@ def test_a_computation_nobody_wants_leaves_the_queue():
 def test_at_least_one_slot():
     with pytest.raises(ValueError):
         ComputeSlots(0)
+
+
+def test_a_long_computation_makes_way_between_steps(monkeypatch):
+    from lib.serving import compute_slots
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 0.02)
+    slots, order = ComputeSlots(1), []
+    started = threading.Event()
+
+    def long():
+        with slots.hold(0) as held:
+            started.set()
+            end = time.monotonic() + 10
+            while not order and time.monotonic() < end:  # forward steps of 5 ms until the short one ran
+                time.sleep(0.005)
+                held.make_way()
+        order.append("long")
+
+    def short():
+        with slots.hold(0):                              # a first figure: priority 0
+            order.append("short")
+
+    threads = [threading.Thread(target=long, daemon=True)]
+    threads[0].start()
+    started.wait(5)
+    time.sleep(0.1)                                      # the long one has held its slot for a while
+    threads.append(threading.Thread(target=short, daemon=True))
+    threads[1].start()
+    for t in threads:
+        t.join(10)
+    assert order == ["short", "long"] and slots.stepped_aside >= 1 and slots.free == 1
+
+
+def test_no_making_way_for_an_equal_or_larger_number(monkeypatch):
+    from lib.serving import compute_slots
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)  # never demoted in this test
+    slots, order = ComputeSlots(1), []
+    with slots.hold(1) as held:
+        t = threading.Thread(target=lambda: (slots.hold(1).__enter__(), order.append("other")), daemon=True)
+        t.start()
+        _until(lambda: slots.waiting() == 1)
+        assert held.make_way() is False                  # same number: first come, first served
+    t.join(5)
+    assert order == ["other"]

@@ -1,0 +1,94 @@
+"""The memo's slots: a long computation lets a first figure go first between its forward
+steps (lib.serving.compute_slots), but never in the middle of a measurement, and the
+measurement lock stays consistent while it waits."""
+import threading
+import time
+
+import pytest
+
+from lib.core import cancellation, timing
+from lib.serving import compute_slots, memo as memo_module
+from lib.serving.memo import Memo
+
+
+@pytest.fixture
+def one_slot(monkeypatch):
+    monkeypatch.setattr(memo_module, "_workers", compute_slots.ComputeSlots(1))
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 0.02)
+    was, memo_module.STORE.enabled = memo_module.STORE.enabled, False
+    yield
+    memo_module.STORE.enabled = was
+
+
+def _fresh(fn):
+    m = Memo(fn, key_of=lambda a: a)
+    m.name = f"steps-aside-{fn.__name__}-{time.monotonic_ns()}"
+    return m
+
+
+def _race(long_body):
+    order, started = [], threading.Event()
+
+    def long(x):
+        started.set()
+        long_body()
+        order.append("long")
+        return x
+
+    def short(x):
+        order.append("short")
+        return x
+
+    def session(fn):
+        memo_module.begin_run()                           # a script run with no results yet
+        fn(1)
+
+    a = threading.Thread(target=session, args=(_fresh(long),), daemon=True)
+    a.start()
+    started.wait(5)
+    time.sleep(0.1)
+    b = threading.Thread(target=session, args=(_fresh(short),), daemon=True)
+    b.start()
+    a.join(10)
+    b.join(10)
+    return order
+
+
+def _steps():
+    """Forward steps until another computation waits for the slot, then ten more."""
+    end = time.monotonic() + 10
+    slots = memo_module._workers
+    while not (slots.waiting() or slots.stepped_aside) and time.monotonic() < end:
+        time.sleep(0.005)
+        cancellation.checkpoint()                         # the engine's checkpoint before a layer
+    for _ in range(10):
+        time.sleep(0.005)
+        cancellation.checkpoint()
+
+
+def test_a_first_figure_goes_before_the_rest_of_a_long_computation(one_slot):
+    assert _race(_steps) == ["short", "long"]
+
+
+def test_a_measurement_is_never_interrupted(one_slot):
+    def measured():
+        with timing.exclusive():
+            _steps()
+    assert _race(measured) == ["long", "short"]
+
+
+def test_a_computation_that_made_way_gave_its_model_work_share_up():
+    lock, order = timing._ReadersWriter(), []
+
+    def measure():
+        with lock.write():
+            order.append("measured")
+
+    with lock.read():
+        with lock.set_aside():
+            t = threading.Thread(target=measure, daemon=True)
+            t.start()
+            t.join(5)
+            assert order == ["measured"]                  # a writer got in while this reader paused
+        assert lock._held() == 1 and lock._readers == 1   # the share is back
+    assert lock._readers == 0
