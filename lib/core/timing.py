@@ -159,6 +159,16 @@ def measuring() -> bool:
     return _LOCK.writing()
 
 
+def make_way_for_measurement() -> None:
+    """Between two forward steps of model work: if a measurement waits, give this thread's
+    model-work share up until it is done. A measurement then waits for one forward step of
+    each running computation, not for the rest of it (thirty sessions' generations hold their
+    shares for many seconds), and the work that asked meanwhile waits only for the measurement."""
+    if _LOCK._writers_waiting and _LOCK._held() and not _LOCK.writing():
+        with _LOCK.set_aside():
+            pass
+
+
 @dataclass(frozen=True)
 class Timing:
     median_s: float

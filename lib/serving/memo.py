@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from lib.core import cancellation
-from lib.core.timing import measuring, model_work, paused_model_work
+from lib.core.timing import make_way_for_measurement, measuring, model_work, paused_model_work
 from lib.serving import result_store
 from lib.serving.compute_slots import ComputeSlots
 from lib.serving.result_store import Provenance, ResultStore, nbytes
@@ -171,7 +171,7 @@ def _slot(workers: ComputeSlots):
     """One of `workers` for this computation, in its turn: a script run with fewer results so
     far goes first, and a long computation steps aside between its forward steps for one that
     waits with a smaller number (lib.serving.compute_slots) -- never inside a measurement, and
-    giving up its model-work share meanwhile. A computation inside another one already holds
+    giving up its model-work share meanwhile -- and for a measurement that waits. A computation inside another one already holds
     a slot (waiting for a second one could wait for itself)."""
     if getattr(_run, "in_slot", False):
         return contextlib.nullcontext()
@@ -183,6 +183,7 @@ def _holding(workers: ComputeSlots, priority: int):
     def make_way():
         if not measuring():
             held.make_way(paused_model_work)
+            make_way_for_measurement()
 
     with workers.hold(priority) as held, cancellation.stepping_aside(make_way):
         _run.in_slot = True

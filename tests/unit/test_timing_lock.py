@@ -118,3 +118,27 @@ def test_a_reader_may_measure_and_nest():
     t = _start(work)
     t.join(5)
     assert done == ["measured", "read again"]
+
+
+def test_a_measurement_waits_for_one_step_of_running_work_not_for_all_of_it():
+    from lib.core import timing
+    order, reading = [], threading.Event()
+
+    def long_work():
+        with timing.model_work():
+            reading.set()
+            end = time.monotonic() + 10
+            while not order and time.monotonic() < end:
+                time.sleep(0.005)
+                timing.make_way_for_measurement()
+            order.append("work done")
+
+    def measurement():
+        reading.wait(5)
+        with timing.exclusive():
+            order.append("measured")
+
+    ts = [_start(long_work), _start(measurement)]
+    for t in ts:
+        t.join(15)
+    assert order == ["measured", "work done"]
