@@ -169,10 +169,10 @@ def _note(fn_name: str, origin: str, prov: Provenance | None) -> None:
 
 def _slot(workers: ComputeSlots):
     """One of `workers` for this computation, in its turn: a script run with fewer results so
-    far goes first, and a long computation steps aside between its forward steps for one that
-    waits with a smaller number (lib.serving.compute_slots) -- never inside a measurement, and
-    giving up its model-work share meanwhile -- and for a measurement that waits. A computation inside another one already holds
-    a slot (waiting for a second one could wait for itself)."""
+    far goes first. Between its forward steps a long computation steps aside for one that waits
+    with a smaller number (lib.serving.compute_slots), giving up its model-work share meanwhile,
+    and for a measurement that waits; never inside a measurement. A computation inside another
+    one already holds a slot (waiting for a second one could wait for itself)."""
     if getattr(_run, "in_slot", False):
         return contextlib.nullcontext()
     return _holding(workers, len(getattr(_run, "used", ())))
