@@ -45,14 +45,13 @@ def model_run():
 
 # The schedule depends only on the lengths (every request generates its n tokens): the block
 # tables, copies and memory are drawn from the plan at once while the model runs it.
-later = runtime.start(model_run)
 plan = paged_generation.plan_requests(m.engine.spec, requests, n_blocks, bs, dtype=m.engine.dtype)
 for rid in plan.rejected:
     st.warning(t("rejected", rid=rid, blocks=n_blocks))
 if not plan.snapshots:
-    later.results()
     page.finish()
     st.stop()
+later = runtime.start(model_run)
 
 st.markdown(t("requests_line", **{f"n{r.rid}": len(r.prompt_ids) for r in requests}, m=n_new, h=max(2, n_new // 2),
               bs=bs, nb=n_blocks, last=n_blocks - 1, kib=plan.bytes_per_token * bs / 1024, L=m.spec.n_layers))

@@ -74,9 +74,8 @@ class ComputeSlots:
     def __init__(self, n: int):
         if n < 1:
             raise ValueError("at least one slot")
-        self.n = n
         self.free = n
-        self.stepped_aside = 0                      # times a computation gave its slot up (bench, tests)
+        self.stepped_aside = 0                      # times a computation gave its slot up (for tests)
         self._cond = threading.Condition()
         self._queue: list[tuple[int, int]] = []     # heap of (priority, ticket number)
         self._tickets = itertools.count()
