@@ -18,6 +18,11 @@ that asked while a measurement ran goes before the next measurement. A timing sw
 of measurements; without turns, the sweep's next measurement would always get in first and
 every other session's model work would wait for the whole sweep.
 
+A measurement stops every session's model work while it runs. So before it starts, it lets
+the server's interactive work go first (`let_others_go_first`: the server registers how, e.g.
+first figures waiting for a compute slot), for at most PATIENCE_S; a lecturer's class sees its
+first figures before anybody's timing sweep, and the sweep runs on the quiet machine after them.
+
 `measure(fn, repeats)` runs `fn` `repeats` times inside `exclusive()` and returns the median
 with its spread and the machine's load average at that moment, so a page can say under which
 conditions it measured. A thread that already holds `model_work()` may enter `exclusive()`
@@ -112,11 +117,20 @@ class _ReadersWriter:
         with self._cond:
             own = self._held()
             self._readers -= own            # set this thread's own shares aside
-            self._writers_waiting += 1
-            while self._writer is not None or self._readers > 0 or self._earlier_readers_waiting():
-                self._cond.wait()
-            self._writers_waiting -= 1
-            self._writer = me
+            self._cond.notify_all()
+        try:
+            for others_first in _OTHERS_FIRST:
+                others_first(PATIENCE_S)    # interactive work goes first (bounded)
+            with self._cond:
+                self._writers_waiting += 1
+                while self._writer is not None or self._readers > 0 or self._earlier_readers_waiting():
+                    self._cond.wait()
+                self._writers_waiting -= 1
+                self._writer = me
+        except BaseException:               # stopped while letting others go: the shares come back
+            with self._cond:
+                self._readers += own
+            raise
         try:
             yield
         finally:
@@ -129,6 +143,8 @@ class _ReadersWriter:
 
 _LOCK = _ReadersWriter()
 _GUARDS: list = []
+_OTHERS_FIRST: list = []
+PATIENCE_S = 20.0        # at most this long a measurement lets others' interactive work go first
 
 
 def guard_measurements(check) -> None:
@@ -136,6 +152,14 @@ def guard_measurements(check) -> None:
     to measure (e.g. a thread running at low CPU priority)."""
     if check not in _GUARDS:
         _GUARDS.append(check)
+
+
+def let_others_go_first(wait) -> None:
+    """Before every measurement, call `wait(patience_s)` with this thread's model-work shares
+    set aside: it returns when the measurement may start (no interactive work waits any more,
+    or its patience is over). Registered once by the server (lib.serving.memo)."""
+    if wait not in _OTHERS_FIRST:
+        _OTHERS_FIRST.append(wait)
 
 
 def model_work():

@@ -20,6 +20,12 @@ first figure.
 
 While waiting, the computation's own cancellation probe runs every 0.1 s: a computation nobody
 wants any more leaves the queue.
+
+A measurement stops every session's model work while it runs (lib.core.timing), so before it
+starts, the computation that measures lets the others with a number no larger than its own go
+first (`ahead_of`, `step_aside_while`): under a class the first figures come before the timing
+sweeps, which run when the machine is quiet (or when their patience runs out). Background
+pre-computation never counts as someone ahead.
 """
 from __future__ import annotations
 
@@ -38,11 +44,15 @@ QUANTUM_S = 1.0
 class Held:
     """One computation's slot (see the module docstring)."""
 
-    def __init__(self, slots: "ComputeSlots", priority: int):
-        self.slots, self.priority = slots, priority
+    def __init__(self, slots: "ComputeSlots", priority: int, background: bool = False):
+        self.slots, self.priority, self.background = slots, priority, background
         self.since = time.monotonic()        # holding since (or last demoted at)
         self.holding = True
         self._busy = False
+
+    def number(self, now: float) -> int:
+        """Its priority number now: one more for every QUANTUM_S seconds held since the last demotion."""
+        return self.priority + int((now - self.since) // QUANTUM_S)
 
     def make_way(self, pause=contextlib.nullcontext) -> bool:
         """Between two forward steps: give the slot up if a computation with a smaller number
@@ -52,7 +62,7 @@ class Held:
             return False
         now = time.monotonic()
         if now - self.since >= QUANTUM_S:
-            self.priority += int((now - self.since) // QUANTUM_S)
+            self.priority = self.number(now)
             self.since = now
         if not self.slots.someone_before(self.priority):
             return False
@@ -61,13 +71,28 @@ class Held:
             with pause():
                 self.holding = False
                 self.slots._release()
-                self.slots._acquire(self.priority)
+                self.slots._acquire(self.priority, self.background)
                 self.holding = True
         finally:
             self._busy = False
         self.since = time.monotonic()
         self.slots.stepped_aside += 1
         return True
+
+    def step_aside_while(self, others_first, poll_s: float = 0.1) -> None:
+        """Give the slot up while `others_first()` is true (checked every `poll_s`), then take
+        it back at the head of the queue: it has waited its turn. The cancellation probe runs
+        meanwhile; a computation stopped here leaves without its slot."""
+        if self._busy or not self.holding:
+            return
+        self.holding = False
+        self.slots._release()
+        while others_first():
+            time.sleep(poll_s)
+            cancellation.stop_if_unwanted()
+        self.slots._acquire(-1, self.background)
+        self.holding = True
+        self.since = time.monotonic()
 
 
 class ComputeSlots:
@@ -77,17 +102,23 @@ class ComputeSlots:
         self.free = n
         self.stepped_aside = 0                      # times a computation gave its slot up (for tests)
         self._cond = threading.Condition()
-        self._queue: list[tuple[int, int]] = []     # heap of (priority, ticket number)
+        self._queue: list[tuple[int, int, bool]] = []   # heap of (priority, ticket number, background)
         self._tickets = itertools.count()
+        self._holders: set[Held] = set()
 
     @contextmanager
-    def hold(self, priority: int = 0):
-        """Hold one slot for the `with` block; wait for it behind smaller priority numbers."""
-        self._acquire(priority)
-        held = Held(self, priority)
+    def hold(self, priority: int = 0, background: bool = False):
+        """Hold one slot for the `with` block; wait for it behind smaller priority numbers.
+        `background`: the background pre-computation's (never ahead of a measurement)."""
+        self._acquire(priority, background)
+        held = Held(self, priority, background)
+        with self._cond:
+            self._holders.add(held)
         try:
             yield held
         finally:
+            with self._cond:
+                self._holders.discard(held)
             if held.holding:
                 self._release()
 
@@ -96,13 +127,25 @@ class ComputeSlots:
         with self._cond:
             return bool(self._queue) and self._queue[0][0] < priority
 
+    def ahead_of(self, me: Held, number: int | None = None) -> bool:
+        """Does a computation other than `me` (background work aside) wait for a slot here, or
+        hold one, with a number no larger than `number` (default: `me`'s now)? Holders' numbers
+        grow while they hold, so a long computation stops being ahead; first figures finish."""
+        now = time.monotonic()
+        mine = me.number(now) if number is None else number
+        with self._cond:
+            if any(p <= mine for p, _, bg in self._queue if not bg):
+                return True
+            return any(h is not me and h.holding and not h.background and h.number(now) <= mine
+                       for h in self._holders)
+
     def waiting(self) -> int:
         with self._cond:
             return len(self._queue)
 
-    def _acquire(self, priority: int) -> None:
+    def _acquire(self, priority: int, background: bool = False) -> None:
         with self._cond:
-            ticket = (priority, next(self._tickets))
+            ticket = (priority, next(self._tickets), background)
             heapq.heappush(self._queue, ticket)
             try:
                 while not (self.free and self._queue[0] == ticket):

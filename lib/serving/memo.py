@@ -41,8 +41,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from lib.core import cancellation
+from lib.core import timing
 from lib.core.timing import make_way_for_measurement, measuring, model_work, paused_model_work
-from lib.serving import result_store
+from lib.serving import prewarm, result_store
 from lib.serving.compute_slots import ComputeSlots
 from lib.serving.result_store import Provenance, ResultStore, nbytes
 
@@ -156,6 +157,7 @@ stats = {"computed": 0, "waited": 0, "memory": 0, "disk": 0}
 
 def begin_run() -> None:
     _run.used = []
+    _run.patient_until = None
 
 
 def run_provenance() -> list[Used]:
@@ -185,12 +187,32 @@ def _holding(workers: ComputeSlots, priority: int):
             held.make_way(paused_model_work)
             make_way_for_measurement()
 
-    with workers.hold(priority) as held, cancellation.stepping_aside(make_way):
-        _run.in_slot = True
+    with workers.hold(priority, prewarm.in_background()) as held, cancellation.stepping_aside(make_way):
+        _run.in_slot, _run.held = True, held
         try:
             yield
         finally:
-            _run.in_slot = False
+            _run.in_slot, _run.held = False, None
+
+
+def _first_figures_before_measuring(patience_s: float) -> None:
+    """Before a measurement in a computation (lib.core.timing): while another session's
+    computation with a number no larger than this one's when it asked waits for a slot or holds
+    one (a first figure; a long one's number grows past it), give the slot up and wait. A script run waits so at most `patience_s` in all, over
+    all its measurements; then its measurements take their turn like any other."""
+    held = getattr(_run, "held", None)
+    if held is None or held.background:
+        return
+    pools, mine = (_workers, _batched_workers), held.number(time.monotonic())
+    if not any(p.ahead_of(held, mine) for p in pools):
+        return
+    if getattr(_run, "patient_until", None) is None:
+        _run.patient_until = time.monotonic() + patience_s
+    until = _run.patient_until
+    held.step_aside_while(lambda: time.monotonic() < until and any(p.ahead_of(held, mine) for p in pools))
+
+
+timing.let_others_go_first(_first_figures_before_measuring)
 
 
 class Memo:

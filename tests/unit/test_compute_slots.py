@@ -132,3 +132,53 @@ def test_no_making_way_for_an_equal_or_larger_number(monkeypatch):
         assert held.make_way() is False                  # same number: first come, first served
     t.join(5)
     assert order == ["other"]
+
+
+def test_who_is_ahead_of_a_measurement(monkeypatch):
+    from lib.serving import compute_slots
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
+    slots = ComputeSlots(2)
+    with slots.hold(1) as me:
+        assert not slots.ahead_of(me)                    # alone
+        with slots.hold(5):
+            assert not slots.ahead_of(me)                # a larger number is not ahead
+        with slots.hold(0, background=True):
+            assert not slots.ahead_of(me)                # background pre-computation never is
+        with slots.hold(1):
+            assert slots.ahead_of(me)                    # an equal number is (a measurement stops everyone)
+    with slots.hold(3) as me, slots.hold(9):
+        done = threading.Event()
+
+        def waiter():
+            with slots.hold(2):
+                pass
+            done.set()
+        threading.Thread(target=waiter, daemon=True).start()
+        _until(lambda: slots.waiting() == 1)
+        assert slots.ahead_of(me)                        # a smaller number waiting for a slot
+        assert not slots.ahead_of(me, 1)
+    assert done.wait(5)
+
+
+def test_a_holder_that_held_long_is_no_longer_ahead(monkeypatch):
+    from lib.serving import compute_slots
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 0.05)
+    slots = ComputeSlots(2)
+    with slots.hold(2) as me, slots.hold(0):
+        assert slots.ahead_of(me, 2)                     # the measurement's number when it asked
+        _until(lambda: not slots.ahead_of(me, 2))        # the other's number grows past it
+
+
+def test_stepping_aside_while_others_go_first():
+    slots, order = ComputeSlots(1), []
+    with slots.hold(3) as me:
+        def first():
+            with slots.hold(0):
+                order.append("first")
+        t = threading.Thread(target=first, daemon=True)
+        t.start()
+        _until(lambda: slots.waiting() == 1)
+        me.step_aside_while(lambda: not order, poll_s=0.01)
+        assert order == ["first"] and me.holding         # it waited, then took the slot back
+        t.join(5)
+    assert slots.free == 1

@@ -92,3 +92,51 @@ def test_a_computation_that_made_way_gave_its_model_work_share_up():
             assert order == ["measured"]                  # a writer got in while this reader paused
         assert lock._held() == 1 and lock._readers == 1   # the share is back
     assert lock._readers == 0
+
+
+def test_a_measurement_lets_a_waiting_first_figure_go_first(one_slot):
+    def measured():
+        end = time.monotonic() + 10
+        while not memo_module._workers.waiting() and time.monotonic() < end:
+            time.sleep(0.005)                             # until the first figure asks for the slot
+        with timing.exclusive():
+            pass
+    assert _race(measured) == ["short", "long"]
+    assert timing._LOCK._readers == 0 and memo_module._workers.free == 1
+
+
+def test_a_measurement_waits_for_first_figures_at_most_its_patience(monkeypatch):
+    monkeypatch.setattr(memo_module, "_workers", compute_slots.ComputeSlots(2))
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)         # the other never ages past it
+    monkeypatch.setattr(timing, "PATIENCE_S", 0.3)
+    was, memo_module.STORE.enabled = memo_module.STORE.enabled, False
+    try:
+        stop, holding, waited = threading.Event(), threading.Event(), []
+
+        def other(x):                                     # another session's work, priority 0, never done
+            holding.set()
+            while not stop.is_set():
+                time.sleep(0.005)
+                cancellation.checkpoint()
+            return x
+
+        def measured(x):
+            t0 = time.monotonic()
+            with timing.exclusive():
+                waited.append(time.monotonic() - t0)
+            return x
+
+        def session(fn):
+            memo_module.begin_run()
+            fn(1)
+
+        a = threading.Thread(target=session, args=(_fresh(other),), daemon=True)
+        a.start()
+        holding.wait(5)
+        session(_fresh(measured))
+        stop.set()
+        a.join(5)
+    finally:
+        memo_module.STORE.enabled = was
+    assert 0.3 <= waited[0] < 3.0                         # it let the other go first, then measured anyway
+    assert timing._LOCK._readers == 0
