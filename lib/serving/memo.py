@@ -12,7 +12,7 @@ an already computed reference run):
 4. otherwise          -> computed inside `model_work()` (so a timed measurement elsewhere runs
                          alone), at most `LLM_LAB_WORKERS` computations at once (default: half
                          the cores, at least 2: bounds the class's transient memory; a script
-                         run with fewer results so far goes first: lib.serving.compute_slots) -- except
+                         run with fewer figures on screen goes first: lib.serving.compute_slots) -- except
                          generations whose forwards join the engine's batches
                          (lib.decoding.batching.joins_batches): up to `LLM_LAB_BATCHED_WORKERS`
                          (64) of them run side by side and share each batched step -- then
@@ -44,6 +44,7 @@ from lib.core import cancellation
 from lib.core import timing
 from lib.core.timing import make_way_for_measurement, measuring, model_work, paused_model_work
 from lib.serving import prewarm, result_store
+from lib.serving.heap import trim_memory
 from lib.serving.compute_slots import ComputeSlots
 from lib.serving.result_store import Provenance, ResultStore, nbytes
 
@@ -59,31 +60,6 @@ _workers = ComputeSlots(WORKERS)
 # after another (2026-12-01, before the last memory fixes): 16 -> p95 53.8 s, 32 -> 39.2 s, 64 -> 30.9 s.
 BATCHED_WORKERS = int(os.environ.get("LLM_LAB_BATCHED_WORKERS", "64"))
 _batched_workers = ComputeSlots(BATCHED_WORKERS)
-
-
-def _libc():
-    try:
-        import ctypes
-
-        return ctypes.CDLL("libc.so.6")
-    except OSError:
-        return None
-
-
-LIBC = _libc()
-
-
-_trimmed_at = [0.0]
-
-
-def trim_memory(unless_within_s: float = 0.0) -> None:
-    """Give freed heap memory back to the system (glibc keeps it per thread arena otherwise);
-    skipped if the last trim was less than `unless_within_s` seconds ago (sixty generations
-    finishing together need one trim, not sixty: each walks every heap)."""
-    now = time.monotonic()
-    if LIBC is not None and now - _trimmed_at[0] >= unless_within_s:
-        _trimmed_at[0] = now
-        LIBC.malloc_trim(0)
 
 
 @dataclass
@@ -157,7 +133,20 @@ stats = {"computed": 0, "waited": 0, "memory": 0, "disk": 0}
 
 def begin_run() -> None:
     _run.used = []
+    _run.drawn = [0]              # figures this script run has drawn (shared with its started calls)
     _run.patient_until = None
+
+
+def figure_drawn() -> None:
+    """The script run drew a figure: its later computations queue behind those of runs that
+    have drawn fewer (lib.serving.compute_slots)."""
+    drawn = getattr(_run, "drawn", None)
+    if drawn is not None:
+        drawn[0] += 1
+
+
+def figures_drawn() -> int:
+    return getattr(_run, "drawn", [0])[0]
 
 
 def run_provenance() -> list[Used]:
@@ -170,14 +159,14 @@ def _note(fn_name: str, origin: str, prov: Provenance | None) -> None:
 
 
 def _slot(workers: ComputeSlots):
-    """One of `workers` for this computation, in its turn: a script run with fewer results so
-    far goes first. Between its forward steps a long computation steps aside for one that waits
+    """One of `workers` for this computation, in its turn: a script run that has drawn fewer
+    figures so far goes first (a page still blank before one that shows three). Between its forward steps a long computation steps aside for one that waits
     with a smaller number (lib.serving.compute_slots), giving up its model-work share meanwhile,
     and for a measurement that waits; never inside a measurement. A computation inside another
     one already holds a slot (waiting for a second one could wait for itself)."""
     if getattr(_run, "in_slot", False):
         return contextlib.nullcontext()
-    return _holding(workers, len(getattr(_run, "used", ())))
+    return _holding(workers, figures_drawn())
 
 
 @contextmanager

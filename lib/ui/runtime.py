@@ -24,7 +24,7 @@ from lib.model import model_loader
 from lib.model.model_loader import BUNDLED, LoadedModel, ModelLoadError
 from lib.ui.i18n import texts
 from lib.serving import jobs, results
-from lib.serving.memo import trim_memory
+from lib.serving.heap import trim_memory
 
 threads.model_work_on_all_cores(max(1, min(threads.DEFAULT, 4)))   # lib/core/threads.py
 

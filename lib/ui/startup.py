@@ -163,7 +163,7 @@ def _tame_malloc(arenas: int = 2) -> None:
       and mapping each one afresh page-faults all of it (the temperature page's checks took
       120-150 ms instead of ~70 ms).
     README ("A class on one server") has the 30-new-prompt figures with and without it."""
-    from lib.serving.memo import LIBC
+    from lib.serving.heap import LIBC
 
     if LIBC is not None:
         LIBC.mallopt(-8, arenas)             # M_ARENA_MAX
@@ -179,7 +179,7 @@ def _hand_back_memory_after_steps() -> None:
     peak 2,271 MB without, 2,147 MB with, server CPU 30.7 vs 32.2 s; mapping each 1 MB row on
     its own instead gave 1,961 MB but 46.9 CPU-s)."""
     from lib.decoding import batching
-    from lib.serving.memo import trim_memory
+    from lib.serving.heap import trim_memory
 
     if any(getattr(h, "trims_memory", False) for h in batching.AFTER_STEP):
         return
