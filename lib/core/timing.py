@@ -144,7 +144,7 @@ class _ReadersWriter:
 _LOCK = _ReadersWriter()
 _GUARDS: list = []
 _OTHERS_FIRST: list = []
-PATIENCE_S = 20.0        # at most this long a measurement lets others' interactive work go first
+PATIENCE_S = 60.0        # at most this long a measurement lets others' interactive work go first
 
 
 def guard_measurements(check) -> None:

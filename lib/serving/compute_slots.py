@@ -1,13 +1,14 @@
 """At most N computations at once, and who goes next: first figures first.
 
     slots = ComputeSlots(2)
-    with slots.hold(priority=len(results_this_run_has)) as held:     # waits its turn
+    with slots.hold(priority=figures_this_run_has_drawn) as held:     # waits its turn
         compute()          # calls held.make_way() between its forward steps
 
 A waiting computation with a lower priority number goes first; equal numbers go in the order
-they asked. The memo asks with the number of results the asking script run already has, so a
-student whose page has nothing on screen yet goes before the fourth computation of a page that
-already shows three figures.
+they asked. The memo asks with the number of figures the asking script run has drawn, so a
+student whose page has nothing on screen yet goes before the next computation of a page that
+already shows three figures, however many cached results either used before (a page that needs
+ten small results for its first figure is not put behind every other page's first ones).
 
 A computation that holds its slot long gets a larger number: one more for every QUANTUM_S
 seconds it held it. At each checkpoint between its forward steps (lib.core.cancellation) it

@@ -6,7 +6,7 @@ of the engine (lib/decoding/batching.py) instead of taking turns: half the steps
 and for a class half the batched steps, each with twice the rows (30 new prompts in one
 process, side by side: 32 s one after the other, 21 s together).
 Each call's thread carries what the caller's thread had: the script run's provenance list
-(memo.run_provenance), the background visitor's mark (prewarm) and the caller's cancellation
+(memo.run_provenance) and figure count, the background visitor's mark (prewarm) and the caller's cancellation
 probe, so a page rerun stops its started calls too (lib.core.cancellation).
 """
 from __future__ import annotations
@@ -22,13 +22,16 @@ class Started:
     """Calls running in their own threads since `start(...)`; `.results()` waits for them."""
 
     def __init__(self, calls):
-        used, background = getattr(memo._run, "used", None), prewarm.in_background()
+        used, drawn, background = getattr(memo._run, "used", None), getattr(memo._run, "drawn", None), \
+            prewarm.in_background()
         probe = cancellation.current_probe()
         self.values, self.errors = [None] * len(calls), [None] * len(calls)
 
         def work(i):
             if used is not None:
                 memo._run.used = used           # this script run's provenance list
+            if drawn is not None:
+                memo._run.drawn = drawn         # and its figure count (who computes next)
             prewarm.mark_background(background)  # the background visitor's work stays background
             try:
                 with threads.background_thread() if background else contextlib.nullcontext(), \

@@ -153,6 +153,7 @@ class ConceptPage:
         a label at every node; any figure of 3+ panels side by side) keeps responsive.WIDE_PX on a
         phone and scrolls sideways in its box (two heatmaps side by side too)."""
         self._n_fig += 1
+        memo.figure_drawn()                        # this run's next computations queue behind blank pages
         own_top = fig.layout.margin.t
         lines = plot_marks.wrap_title(fig, plot_marks.TITLE_CHARS)     # the download's title wraps
         top = 10 + 22 * lines + 26 if lines > 1 else 50

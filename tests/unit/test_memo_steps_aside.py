@@ -140,3 +140,40 @@ def test_a_measurement_waits_for_first_figures_at_most_its_patience(monkeypatch)
         memo_module.STORE.enabled = was
     assert 0.3 <= waited[0] < 3.0                         # it let the other go first, then measured anyway
     assert timing._LOCK._readers == 0
+
+
+def test_a_blank_page_goes_before_one_that_shows_a_figure_whatever_their_results(one_slot, monkeypatch):
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
+    order, release = [], threading.Event()
+
+    def blocker(x):
+        release.wait(5)
+        return x
+
+    def record(x):
+        order.append(x)
+        return x
+
+    def session(fn, arg, figures=0, results=0):
+        memo_module.begin_run()
+        for _ in range(figures):
+            memo_module.figure_drawn()
+        memo_module._run.used.extend([None] * results)    # cached results it already used
+        fn(arg)
+
+    threads = [threading.Thread(target=session, args=(_fresh(blocker), 0), daemon=True)]
+    threads[0].start()
+    _until = time.monotonic() + 5
+    while memo_module._workers.free and time.monotonic() < _until:
+        time.sleep(0.005)
+    rec = _fresh(record)
+    for arg, figures, results in (("shows a figure", 1, 0), ("blank, ten results", 0, 10)):
+        threads.append(threading.Thread(target=session, args=(rec, arg, figures, results), daemon=True))
+        threads[-1].start()
+        end = time.monotonic() + 5
+        while memo_module._workers.waiting() < len(threads) - 1 and time.monotonic() < end:
+            time.sleep(0.005)
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert order == ["blank, ten results", "shows a figure"]
