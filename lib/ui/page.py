@@ -32,6 +32,7 @@ from lib.concepts import plot_marks
 from lib.concepts.check_result import CONSISTENCY, ICONS, CheckResult
 from lib.concepts.catalog import Concept, by_slug
 from lib.model.tokens import EmptyPrompt, Prompt, encode_prompt
+from lib.serving import memo
 from lib.ui.boot import leave_pages_folder_mode
 from lib.ui.download import figure_downloads
 from lib.ui.i18n import SEPARATORS, load_texts, texts
@@ -279,7 +280,6 @@ class ConceptPage:
         live_class.publish(self.slug, self.state.claimed)     # the lecturer's page, to the class
         for note in self.notes:
             self._notes_box.info(note, icon="ℹ️")
-        from lib.serving import memo
         from lib.ui import estimate
 
         used = memo.run_provenance()
