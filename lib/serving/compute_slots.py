@@ -1,7 +1,7 @@
 """At most N computations at once, and who goes next: first figures first.
 
     slots = ComputeSlots(2)
-    with slots.hold(priority=figures_this_run_has_drawn) as held:     # waits its turn
+    with slots.hold(priority=figures_drawn * PER_FIGURE) as held:     # waits its turn
         compute()          # calls held.make_way() between its forward steps
 
 A waiting computation with a lower priority number goes first; equal numbers go in the order
@@ -18,6 +18,11 @@ long evaluation, not for all of it (a multilevel feedback queue, as operating sy
 interactive programs the processor first). Under a class (2026-12-05, thirty sessions, two
 slots): the slots were held by two sessions' checks while twenty-five others waited for a
 first figure.
+
+A figure on screen weighs more than any time held: the memo asks with PER_FIGURE per figure, so
+a blank page's computation, however long it has run, still goes before the next computation of
+a page that shows a figure (without it, a long first figure such as a beam search was put
+behind every other page's later work and came last under a class).
 
 While waiting, the computation's own cancellation probe runs every 0.1 s: a computation nobody
 wants any more leaves the queue.
@@ -40,6 +45,7 @@ from contextlib import contextmanager
 from lib.core import cancellation
 
 QUANTUM_S = 1.0
+PER_FIGURE = 1000        # > any age a computation reaches (1,000 quanta)
 
 
 class Held:

@@ -45,6 +45,7 @@ from lib.core import timing
 from lib.core.timing import make_way_for_measurement, measuring, model_work, paused_model_work
 from lib.serving import prewarm, result_store
 from lib.serving.heap import trim_memory
+from lib.serving import compute_slots
 from lib.serving.compute_slots import ComputeSlots
 from lib.serving.result_store import Provenance, ResultStore, nbytes
 
@@ -166,7 +167,7 @@ def _slot(workers: ComputeSlots):
     one already holds a slot (waiting for a second one could wait for itself)."""
     if getattr(_run, "in_slot", False):
         return contextlib.nullcontext()
-    return _holding(workers, figures_drawn())
+    return _holding(workers, figures_drawn() * compute_slots.PER_FIGURE)
 
 
 @contextmanager

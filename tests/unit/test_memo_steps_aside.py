@@ -177,3 +177,36 @@ def test_a_blank_page_goes_before_one_that_shows_a_figure_whatever_their_results
     for t in threads:
         t.join(5)
     assert order == ["blank, ten results", "shows a figure"]
+
+
+def test_a_long_first_figure_does_not_step_aside_for_a_page_that_shows_one(one_slot):
+    order, started = [], threading.Event()
+
+    def long(x):                                          # a blank page's long computation (a search)
+        started.set()
+        end = time.monotonic() + 0.6                      # 30 quanta: aged far past one figure's number
+        while time.monotonic() < end:
+            time.sleep(0.005)
+            cancellation.checkpoint()
+        order.append("blank page")
+        return x
+
+    def short(x):
+        order.append("page with a figure")
+        return x
+
+    def session(fn, figures):
+        memo_module.begin_run()
+        for _ in range(figures):
+            memo_module.figure_drawn()
+        fn(1)
+
+    a = threading.Thread(target=session, args=(_fresh(long), 0), daemon=True)
+    a.start()
+    started.wait(5)
+    time.sleep(0.1)
+    b = threading.Thread(target=session, args=(_fresh(short), 1), daemon=True)
+    b.start()
+    a.join(10)
+    b.join(10)
+    assert order == ["blank page", "page with a figure"]
