@@ -11,7 +11,9 @@ already shows three figures, however many cached results either used before (a p
 ten small results for its first figure is not put behind every other page's first ones).
 
 A computation that holds its slot long gets a larger number: one more for every QUANTUM_S
-seconds it held it. At each checkpoint between its forward steps (lib.core.cancellation) it
+seconds it held it, at most MAX_AGE more (beyond that, long computations of one level keep
+their order instead of taking turns: taking turns finished every long first figure of a class
+together, at the end). At each checkpoint between its forward steps (lib.core.cancellation) it
 calls `held.make_way()`: when a computation with a smaller number waits, it gives its slot
 up there and waits for its turn again. So a first figure waits for one forward step of a
 long evaluation, not for all of it (a multilevel feedback queue, as operating systems give
@@ -45,7 +47,8 @@ from contextlib import contextmanager
 from lib.core import cancellation
 
 QUANTUM_S = 1.0
-PER_FIGURE = 1000        # > any age a computation reaches (1,000 quanta)
+MAX_AGE = 5              # quanta: long computations then keep their order (first come, first done)
+PER_FIGURE = 1000        # > MAX_AGE: a figure on screen weighs more than any time held
 
 
 class Held:
@@ -53,13 +56,15 @@ class Held:
 
     def __init__(self, slots: "ComputeSlots", priority: int, background: bool = False):
         self.slots, self.priority, self.background = slots, priority, background
+        self.age = 0                         # quanta held before `since`, at most MAX_AGE
         self.since = time.monotonic()        # holding since (or last demoted at)
         self.holding = True
         self._busy = False
 
     def number(self, now: float) -> int:
-        """Its priority number now: one more for every QUANTUM_S seconds held since the last demotion."""
-        return self.priority + int((now - self.since) // QUANTUM_S)
+        """Its number now: the one it asked with, plus one for every QUANTUM_S seconds held, at
+        most MAX_AGE more."""
+        return self.priority + min(self.age + int((now - self.since) // QUANTUM_S), MAX_AGE)
 
     def make_way(self, pause=contextlib.nullcontext) -> bool:
         """Between two forward steps: give the slot up if a computation with a smaller number
@@ -69,16 +74,15 @@ class Held:
             return False
         now = time.monotonic()
         if now - self.since >= QUANTUM_S:
-            self.priority = self.number(now)
-            self.since = now
-        if not self.slots.someone_before(self.priority):
+            self.age, self.since = self.number(now) - self.priority, now
+        if not self.slots.someone_before(self.priority + self.age):
             return False
         self._busy = True
         try:
             with pause():
                 self.holding = False
                 self.slots._release()
-                self.slots._acquire(self.priority, self.background)
+                self.slots._acquire(self.priority + self.age, self.background)
                 self.holding = True
         finally:
             self._busy = False

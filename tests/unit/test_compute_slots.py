@@ -182,3 +182,27 @@ def test_stepping_aside_while_others_go_first():
         assert order == ["first"] and me.holding         # it waited, then took the slot back
         t.join(5)
     assert slots.free == 1
+
+
+def test_long_computations_of_one_level_keep_their_order(monkeypatch):
+    from lib.serving import compute_slots
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 0.01)
+    slots, order = ComputeSlots(1), []
+    with slots.hold(0) as first:
+        time.sleep(0.1)                                  # held 10 quanta: aged to MAX_AGE, not beyond
+        assert first.number(time.monotonic()) == compute_slots.MAX_AGE
+
+        def second():
+            with slots.hold(0) as held:
+                order.append("second")
+                time.sleep(0.2)                          # held longer than the first had
+                order.append(held.make_way())            # the first waits, as old as it: no turn-taking
+        t = threading.Thread(target=second, daemon=True)
+        t.start()
+        _until(lambda: slots.waiting() == 1)
+        assert first.make_way() is True                  # a younger one goes first ...
+        order.append("first")
+        time.sleep(0.1)
+        assert first.make_way() is False                 # ... but once both are old, first come, first done
+    t.join(5)
+    assert order == ["second", False, "first"] and slots.free == 1
