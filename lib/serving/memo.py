@@ -146,10 +146,6 @@ def figure_drawn() -> None:
         drawn[0] += 1
 
 
-def figures_drawn() -> int:
-    return getattr(_run, "drawn", [0])[0]
-
-
 def run_provenance() -> list[Used]:
     return list(getattr(_run, "used", []))
 
@@ -167,7 +163,7 @@ def _slot(workers: ComputeSlots):
     one already holds a slot (waiting for a second one could wait for itself)."""
     if getattr(_run, "in_slot", False):
         return contextlib.nullcontext()
-    return _holding(workers, figures_drawn() * compute_slots.PER_FIGURE)
+    return _holding(workers, getattr(_run, "drawn", [0])[0] * compute_slots.PER_FIGURE)
 
 
 @contextmanager
@@ -183,6 +179,19 @@ def _holding(workers: ComputeSlots, priority: int):
             yield
         finally:
             _run.in_slot, _run.held = False, None
+
+
+def _wait_for(flight: _Flight) -> None:
+    """Wait for another thread's computation of the same key. A computation that waits inside
+    its own slot gives the slot (and its model-work share) up meanwhile: the thread it waits for
+    may itself be waiting for that slot."""
+    held = getattr(_run, "held", None) if getattr(_run, "in_slot", False) else None
+    if held is None:
+        while not flight.done.wait(0.1):
+            cancellation.checkpoint()              # this waiter's own session went away
+        return
+    with paused_model_work():
+        held.step_aside_while(lambda: not flight.done.wait(0.05), poll_s=0.0)
 
 
 def _first_figures_before_measuring(patience_s: float) -> None:
@@ -242,8 +251,7 @@ class Memo:
             with _inflight_lock:
                 flight.waiters += 1
             try:
-                while not flight.done.wait(0.1):
-                    cancellation.checkpoint()          # this waiter's own session went away
+                _wait_for(flight)
             finally:
                 with _inflight_lock:
                     flight.waiters -= 1

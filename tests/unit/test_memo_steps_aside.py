@@ -210,3 +210,45 @@ def test_a_long_first_figure_does_not_step_aside_for_a_page_that_shows_one(one_s
     a.join(10)
     b.join(10)
     assert order == ["blank page", "page with a figure"]
+
+
+def test_a_computation_waiting_for_another_sessions_result_gives_its_slot_up(one_slot):
+    """X (a blank page) holds the only slot and needs G, whose computation Y (a page with a
+    figure, a larger number) owns but has no slot for: X must give its slot up while it waits."""
+    x_holds, y_owns, done = threading.Event(), threading.Event(), []
+
+    def g(v):
+        return v * 2
+
+    G = _fresh(g)
+
+    def f(v):
+        x_holds.set()
+        y_owns.wait(5)
+        end = time.monotonic() + 5
+        while not memo_module._workers.waiting() and time.monotonic() < end:
+            time.sleep(0.005)                             # Y waits for the slot with G's flight
+        return G(v)
+
+    def session(fn, figures):
+        memo_module.begin_run()
+        for _ in range(figures):
+            memo_module.figure_drawn()
+        done.append(fn(3))
+
+    x = threading.Thread(target=session, args=(_fresh(f), 0), daemon=True)
+    x.start()
+    x_holds.wait(5)
+    real_slot = memo_module._slot
+
+    def slot_after_owning(workers):                       # Y takes G's flight, then asks for a slot
+        y_owns.set()
+        return real_slot(workers)
+    y = threading.Thread(target=lambda: (setattr(memo_module, "_slot", slot_after_owning), session(G, 1)),
+                         daemon=True)
+    y.start()
+    x.join(10)
+    y.join(10)
+    memo_module._slot = real_slot
+    assert sorted(done) == [6, 6] and memo_module._workers.free == 1
+    assert timing._LOCK._readers == 0
