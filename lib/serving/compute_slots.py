@@ -141,7 +141,8 @@ class ComputeSlots:
     def ahead_of(self, me: Held, number: int | None = None) -> bool:
         """Does a computation other than `me` (background work aside) wait for a slot here, or
         hold one, with a number no larger than `number` (default: `me`'s now)? Holders' numbers
-        grow while they hold, so a long computation stops being ahead; first figures finish."""
+        grow while they hold (at most MAX_AGE), so a long computation of a level above stops
+        being ahead."""
         now = time.monotonic()
         mine = me.number(now) if number is None else number
         with self._cond:

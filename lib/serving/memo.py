@@ -40,12 +40,10 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from lib.core import cancellation
-from lib.core import timing
+from lib.core import cancellation, timing
 from lib.core.timing import make_way_for_measurement, measuring, model_work, paused_model_work
-from lib.serving import prewarm, result_store
+from lib.serving import compute_slots, prewarm, result_store
 from lib.serving.heap import trim_memory
-from lib.serving import compute_slots
 from lib.serving.compute_slots import ComputeSlots
 from lib.serving.result_store import Provenance, ResultStore, nbytes
 
@@ -157,7 +155,8 @@ def _note(fn_name: str, origin: str, prov: Provenance | None) -> None:
 
 def _slot(workers: ComputeSlots):
     """One of `workers` for this computation, in its turn: a script run that has drawn fewer
-    figures so far goes first (a page still blank before one that shows three). Between its forward steps a long computation steps aside for one that waits
+    figures goes first (a blank page before one that shows three). Between its forward steps a
+    long computation steps aside for one that waits
     with a smaller number (lib.serving.compute_slots), giving up its model-work share meanwhile,
     and for a measurement that waits; never inside a measurement. A computation inside another
     one already holds a slot (waiting for a second one could wait for itself)."""
@@ -197,8 +196,8 @@ def _wait_for(flight: _Flight) -> None:
 def _first_figures_before_measuring(patience_s: float) -> None:
     """Before a measurement in a computation (lib.core.timing): while another session's
     computation with a number no larger than this one's when it asked waits for a slot or holds
-    one (a first figure; a long one's number grows past it), give the slot up and wait. A script run waits so at most `patience_s` in all, over
-    all its measurements; then its measurements take their turn like any other."""
+    one (a blank page's), give the slot up and wait. A script run waits so at most `patience_s`
+    in all, over all its measurements; then they take their turn like any other."""
     held = getattr(_run, "held", None)
     if held is None or held.background:
         return
