@@ -196,8 +196,9 @@ def _wait_for(flight: _Flight) -> None:
 def _first_figures_before_measuring(patience_s: float) -> None:
     """Before a measurement in a computation (lib.core.timing): while another session's
     computation with a number no larger than this one's when it asked waits for a slot or holds
-    one (a blank page's), give the slot up and wait. A script run waits so at most `patience_s`
-    in all, over all its measurements; then they take their turn like any other."""
+    one (a blank page's), give the slot up and wait. A script thread waits so at most
+    `patience_s` in all, over all its measurements (a started call's thread has its own); then
+    they take their turn like any other."""
     held = getattr(_run, "held", None)
     if held is None or held.background:
         return
