@@ -20,6 +20,10 @@ from tests.conftest import ROOT
 
 SHOTS = ROOT / "artifacts" / "screenshots"
 SETTLE_S = 900          # generous: a cold page runs the model, and CI machines may be busy
+# Playwright's own limit for one action (a screenshot waits for the page's fonts, a click for its
+# element): its default 30 s ran out for a screenshot on a CI machine that ran everything 3.5x as
+# slowly as this one (the same visit: 132 s there, 46 s here).
+ACTION_MS = 180_000
 _RUNNING = []           # the shared server's process while it runs
 
 
@@ -82,7 +86,9 @@ def visit(browser, url: str, shot: str, charts: int = 0, width: int = 1400, heig
     next page reuses: Chromium's work for 8 pages 55 -> 36 CPU-seconds (a new tab for each)."""
     page = _TABS.get(browser)
     if page is None or page.is_closed():
-        page = _TABS[browser] = browser.new_context().new_page()
+        context = browser.new_context()
+        context.set_default_timeout(ACTION_MS)
+        page = _TABS[browser] = context.new_page()
     page.set_viewport_size({"width": width, "height": height})
     page.goto(url, wait_until="domcontentloaded")
     settle(page, SETTLE_S)
