@@ -33,7 +33,8 @@ A measurement stops every session's model work while it runs (lib.core.timing), 
 starts, the computation that measures lets the others with a number no larger than its own go
 first (`ahead_of`, `step_aside_while`): under a class the first figures come before the timing
 sweeps, which run when the machine is quiet (or when their patience runs out). Background
-pre-computation never counts as someone ahead.
+pre-computation never counts as someone ahead, nor does the measuring page's own work (`run`:
+its script run and the calls it started), which the measurement pauses between forward steps.
 """
 from __future__ import annotations
 
@@ -54,8 +55,8 @@ PER_FIGURE = 1000        # > MAX_AGE: a figure on screen weighs more than any ti
 class Held:
     """One computation's slot (see the module docstring)."""
 
-    def __init__(self, slots: "ComputeSlots", priority: int, background: bool = False):
-        self.slots, self.priority, self.background = slots, priority, background
+    def __init__(self, slots: "ComputeSlots", priority: int, background: bool = False, run=None):
+        self.slots, self.priority, self.background, self.run = slots, priority, background, run
         self.age = 0                         # quanta held before `since`, at most MAX_AGE
         self.since = time.monotonic()        # holding since (or last demoted at)
         self.holding = True
@@ -82,7 +83,7 @@ class Held:
             with pause():
                 self.holding = False
                 self.slots._release()
-                self.slots._acquire(self.priority + self.age, self.background)
+                self.slots._acquire(self.priority + self.age, self.background, self.run)
                 self.holding = True
         finally:
             self._busy = False
@@ -101,7 +102,7 @@ class Held:
         while others_first():
             time.sleep(poll_s)
             cancellation.stop_if_unwanted()
-        self.slots._acquire(-1, self.background)
+        self.slots._acquire(-1, self.background, self.run)
         self.holding = True
         self.since = time.monotonic()
 
@@ -113,16 +114,17 @@ class ComputeSlots:
         self.free = n
         self.stepped_aside = 0                      # times a computation gave its slot up (for tests)
         self._cond = threading.Condition()
-        self._queue: list[tuple[int, int, bool]] = []   # heap of (priority, ticket number, background)
+        self._queue: list[tuple] = []       # heap of (priority, ticket number, background, id(run))
         self._tickets = itertools.count()
         self._holders: set[Held] = set()
 
     @contextmanager
-    def hold(self, priority: int = 0, background: bool = False):
+    def hold(self, priority: int = 0, background: bool = False, run=None):
         """Hold one slot for the `with` block; wait for it behind smaller priority numbers.
-        `background`: the background pre-computation's (never ahead of a measurement)."""
-        self._acquire(priority, background)
-        held = Held(self, priority, background)
+        `background`: the background pre-computation's (never ahead of a measurement); `run`:
+        whose work it is (never ahead of a measurement of the same run; None: nobody's)."""
+        self._acquire(priority, background, run)
+        held = Held(self, priority, background, run)
         with self._cond:
             self._holders.add(held)
         try:
@@ -139,25 +141,26 @@ class ComputeSlots:
             return bool(self._queue) and self._queue[0][0] < priority
 
     def ahead_of(self, me: Held, number: int | None = None) -> bool:
-        """Does a computation other than `me` (background work aside) wait for a slot here, or
+        """Does another run's computation (background work aside) wait for a slot here, or
         hold one, with a number no larger than `number` (default: `me`'s now)? Holders' numbers
         grow while they hold (at most MAX_AGE), so a long computation of a level above stops
         being ahead."""
         now = time.monotonic()
         mine = me.number(now) if number is None else number
+        own = id(me.run) if me.run is not None else None
         with self._cond:
-            if any(p <= mine for p, _, bg in self._queue if not bg):
+            if any(p <= mine for p, _, bg, run in self._queue if not bg and (own is None or run != own)):
                 return True
             return any(h is not me and h.holding and not h.background and h.number(now) <= mine
-                       for h in self._holders)
+                       and (me.run is None or h.run is not me.run) for h in self._holders)
 
     def waiting(self) -> int:
         with self._cond:
             return len(self._queue)
 
-    def _acquire(self, priority: int, background: bool = False) -> None:
+    def _acquire(self, priority: int, background: bool = False, run=None) -> None:
         with self._cond:
-            ticket = (priority, next(self._tickets), background)
+            ticket = (priority, next(self._tickets), background, None if run is None else id(run))
             heapq.heappush(self._queue, ticket)
             try:
                 while not (self.free and self._queue[0] == ticket):

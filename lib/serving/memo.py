@@ -162,17 +162,18 @@ def _slot(workers: ComputeSlots):
     one already holds a slot (waiting for a second one could wait for itself)."""
     if getattr(_run, "in_slot", False):
         return contextlib.nullcontext()
-    return _holding(workers, getattr(_run, "drawn", [0])[0] * compute_slots.PER_FIGURE)
+    drawn = getattr(_run, "drawn", None)
+    return _holding(workers, (drawn or [0])[0] * compute_slots.PER_FIGURE, drawn)
 
 
 @contextmanager
-def _holding(workers: ComputeSlots, priority: int):
+def _holding(workers: ComputeSlots, priority: int, run=None):
     def make_way():
         if not measuring():
             held.make_way(paused_model_work)
             make_way_for_measurement()
 
-    with workers.hold(priority, prewarm.in_background()) as held, cancellation.stepping_aside(make_way):
+    with workers.hold(priority, prewarm.in_background(), run) as held, cancellation.stepping_aside(make_way):
         _run.in_slot, _run.held = True, held
         try:
             yield
@@ -196,7 +197,8 @@ def _wait_for(flight: _Flight) -> None:
 def _first_figures_before_measuring(patience_s: float) -> None:
     """Before a measurement in a computation (lib.core.timing): while another session's
     computation with a number no larger than this one's when it asked waits for a slot or holds
-    one (a blank page's), give the slot up and wait. A script thread waits so at most
+    one (a blank page's), give the slot up and wait (the script run's own calls, which share its
+    figure count `_run.drawn`, do not count: the measurement pauses them). A script thread waits so at most
     `patience_s` in all, over all its measurements (a started call's thread has its own); then
     they take their turn like any other."""
     held = getattr(_run, "held", None)

@@ -252,3 +252,54 @@ def test_a_computation_waiting_for_another_sessions_result_gives_its_slot_up(one
     memo_module._slot = real_slot
     assert sorted(done) == [6, 6] and memo_module._workers.free == 1
     assert timing._LOCK._readers == 0
+
+
+def test_a_measurement_does_not_wait_for_its_own_pages_started_call(monkeypatch):
+    """The page's own call (a started job shares its run's figure count) is not another
+    session's first figure: the measurement pauses it between forward steps instead of waiting
+    its patience for it; another session's call at the same level it does wait for."""
+    monkeypatch.setattr(memo_module, "_workers", compute_slots.ComputeSlots(2))
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
+    monkeypatch.setattr(timing, "PATIENCE_S", 2.0)
+    was, memo_module.STORE.enabled = memo_module.STORE.enabled, False
+
+    def waited_beside(same_run: bool) -> float:
+        stop, holding, waited = threading.Event(), threading.Event(), []
+
+        def other(x):                                     # runs until told to stop
+            holding.set()
+            while not stop.is_set():
+                time.sleep(0.005)
+                cancellation.checkpoint()
+            return x
+
+        def measured(x):
+            t0 = time.monotonic()
+            with timing.exclusive():
+                waited.append(time.monotonic() - t0)
+            return x
+
+        memo_module.begin_run()
+        drawn = memo_module._run.drawn
+
+        def call():
+            if same_run:
+                memo_module._run.drawn = drawn            # as lib.serving.jobs carries it
+            else:
+                memo_module.begin_run()
+            _fresh(other)(1)
+
+        t = threading.Thread(target=call, daemon=True)
+        t.start()
+        holding.wait(5)
+        _fresh(measured)(1)
+        stop.set()
+        t.join(5)
+        return waited[0]
+
+    try:
+        assert waited_beside(same_run=False) >= 2.0       # another session's: its patience
+        assert waited_beside(same_run=True) < 1.0         # its own: at once (a forward step)
+    finally:
+        memo_module.STORE.enabled = was
+    assert timing._LOCK._readers == 0
