@@ -105,41 +105,65 @@ def test_a_measurement_lets_a_waiting_first_figure_go_first(one_slot):
     assert timing._LOCK._readers == 0 and memo_module._workers.free == 1
 
 
-def test_a_measurement_waits_for_first_figures_at_most_its_patience(monkeypatch):
+@pytest.fixture
+def two_slots(monkeypatch):
     monkeypatch.setattr(memo_module, "_workers", compute_slots.ComputeSlots(2))
     monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)         # the other never ages past it
-    monkeypatch.setattr(timing, "PATIENCE_S", 0.3)
     was, memo_module.STORE.enabled = memo_module.STORE.enabled, False
-    try:
-        stop, holding, waited = threading.Event(), threading.Event(), []
+    yield
+    memo_module.STORE.enabled = was
 
-        def other(x):                                     # another session's work, priority 0, never done
-            holding.set()
-            while not stop.is_set():
-                time.sleep(0.005)
-                cancellation.checkpoint()
-            return x
 
-        def measured(x):
-            t0 = time.monotonic()
-            with timing.exclusive():
-                waited.append(time.monotonic() - t0)
-            return x
+def _measurement_waited(same_run: bool) -> float:
+    """Seconds a measurement in this thread's script run waited to start while another
+    computation of the same level ran, never done: another session's (same_run=False) or this
+    run's own started call, which shares its figure count as lib.serving.jobs carries it."""
+    stop, holding, waited = threading.Event(), threading.Event(), []
 
-        def session(fn):
+    def other(x):
+        holding.set()
+        while not stop.is_set():
+            time.sleep(0.005)
+            cancellation.checkpoint()
+        return x
+
+    def measured(x):
+        t0 = time.monotonic()
+        with timing.exclusive():
+            waited.append(time.monotonic() - t0)
+        return x
+
+    memo_module.begin_run()
+    drawn = memo_module._run.drawn
+
+    def call():
+        if same_run:
+            memo_module._run.drawn = drawn
+        else:
             memo_module.begin_run()
-            fn(1)
+        _fresh(other)(1)
 
-        a = threading.Thread(target=session, args=(_fresh(other),), daemon=True)
-        a.start()
-        holding.wait(5)
-        session(_fresh(measured))
-        stop.set()
-        a.join(5)
-    finally:
-        memo_module.STORE.enabled = was
-    assert 0.3 <= waited[0] < 3.0                         # it let the other go first, then measured anyway
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    holding.wait(5)
+    _fresh(measured)(1)
+    stop.set()
+    t.join(5)
     assert timing._LOCK._readers == 0
+    return waited[0]
+
+
+def test_a_measurement_waits_for_first_figures_at_most_its_patience(two_slots, monkeypatch):
+    monkeypatch.setattr(timing, "PATIENCE_S", 0.3)
+    assert 0.3 <= _measurement_waited(same_run=False) < 3.0      # it let the other go first, then measured
+
+
+def test_a_measurement_does_not_wait_for_its_own_pages_started_call(two_slots, monkeypatch):
+    """The page's own call is not another session's first figure: the measurement pauses it
+    between forward steps instead of waiting its patience for it."""
+    monkeypatch.setattr(timing, "PATIENCE_S", 2.0)
+    assert _measurement_waited(same_run=True) < 1.0
+    assert _measurement_waited(same_run=False) >= 2.0
 
 
 def test_a_blank_page_goes_before_one_that_shows_a_figure_whatever_their_results(one_slot, monkeypatch):
@@ -253,53 +277,3 @@ def test_a_computation_waiting_for_another_sessions_result_gives_its_slot_up(one
     assert sorted(done) == [6, 6] and memo_module._workers.free == 1
     assert timing._LOCK._readers == 0
 
-
-def test_a_measurement_does_not_wait_for_its_own_pages_started_call(monkeypatch):
-    """The page's own call (a started job shares its run's figure count) is not another
-    session's first figure: the measurement pauses it between forward steps instead of waiting
-    its patience for it; another session's call at the same level it does wait for."""
-    monkeypatch.setattr(memo_module, "_workers", compute_slots.ComputeSlots(2))
-    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
-    monkeypatch.setattr(timing, "PATIENCE_S", 2.0)
-    was, memo_module.STORE.enabled = memo_module.STORE.enabled, False
-
-    def waited_beside(same_run: bool) -> float:
-        stop, holding, waited = threading.Event(), threading.Event(), []
-
-        def other(x):                                     # runs until told to stop
-            holding.set()
-            while not stop.is_set():
-                time.sleep(0.005)
-                cancellation.checkpoint()
-            return x
-
-        def measured(x):
-            t0 = time.monotonic()
-            with timing.exclusive():
-                waited.append(time.monotonic() - t0)
-            return x
-
-        memo_module.begin_run()
-        drawn = memo_module._run.drawn
-
-        def call():
-            if same_run:
-                memo_module._run.drawn = drawn            # as lib.serving.jobs carries it
-            else:
-                memo_module.begin_run()
-            _fresh(other)(1)
-
-        t = threading.Thread(target=call, daemon=True)
-        t.start()
-        holding.wait(5)
-        _fresh(measured)(1)
-        stop.set()
-        t.join(5)
-        return waited[0]
-
-    try:
-        assert waited_beside(same_run=False) >= 2.0       # another session's: its patience
-        assert waited_beside(same_run=True) < 1.0         # its own: at once (a forward step)
-    finally:
-        memo_module.STORE.enabled = was
-    assert timing._LOCK._readers == 0
