@@ -1,5 +1,6 @@
 """Continuous batching: sessions generating at once on one engine are run as one batched
 forward per step, and each gets the tokens it gets alone (tiny random model)."""
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -196,8 +197,15 @@ def test_an_error_in_a_batched_step_reaches_its_sessions(eng, monkeypatch):
         raise RuntimeError("out of memory (simulated)")
 
     monkeypatch.setattr(batching, "batched_forward", boom)
+    together = threading.Barrier(3)       # the three start at once: their steps are batched (a CI run
+                                          # once ran three 3-token generations one after another, alone)
+
+    def run(job):
+        together.wait(5)
+        return _run(eng, job, 20)
+
     with ThreadPoolExecutor(3) as pool:
-        futures = [pool.submit(_run, eng, j, 3) for j in JOBS[:3]]
+        futures = [pool.submit(run, j) for j in JOBS[:3]]
         errors = [f.exception() for f in futures]
     assert any(isinstance(e, RuntimeError) and "simulated" in str(e) for e in errors)
     assert batching.scheduler_for(eng).seated == 0
