@@ -276,4 +276,3 @@ def test_a_computation_waiting_for_another_sessions_result_gives_its_slot_up(one
     memo_module._slot = real_slot
     assert sorted(done) == [6, 6] and memo_module._workers.free == 1
     assert timing._LOCK._readers == 0
-
