@@ -1,4 +1,6 @@
 """Beam search length normalization (CONCEPTS.md §5): widgets and layout only; numbers from lib/."""
+import time
+
 import numpy as np
 import streamlit as st
 
@@ -62,9 +64,29 @@ st.caption(t("ends_caption", ids=", ".join(f"{i} ({s})" for i, s in zip(ends, to
 if num_beams == 1:
     st.info(t("one_beam"))
 
+tree_labels = {k: t(f"tree_{k}") for k in ("x", "y", "winner", "prompt", "after_stop")}
+tree_labels.update({f"fate_{k}": t(f"fate_{k}") for k in ("kept", "finished", "cut", "pruned")})
+tree_labels.update(hover=lambda **kw: t("tree_hover", **kw), hover_score=lambda **kw: t("tree_hover_score", **kw))
+
 # ---- the model call: one search to max_new_tokens (cached), then everything is re-ranking --
+growing, drawn_at = st.empty(), [0.0]      # the tree while the search grows it; emptied once it is done
+
+
+def draw_so_far(r):
+    """After each step of a search this run computes: the tree so far, at most twice a second."""
+    if r.n_steps == n_new or time.perf_counter() - drawn_at[0] < 0.5:
+        return
+    drawn_at[0] = time.perf_counter()
+    with growing.container():
+        st.progress(r.n_steps / n_new, text=t("growing", s=r.n_steps, n=n_new, b=num_beams))
+        labels = dict(tree_labels, title=t("growing_title", b=num_beams, s=r.n_steps, n=n_new))
+        page.figure(plots.tree_figure(r, token_texts(m.tokenizer, [c.token for c in r.candidates]), {}, None,
+                                      r.n_steps - 1, labels), "beam_tree", wide=True, so_far=True)
+
+
 with st.spinner(t("running", b=num_beams, n=n_new)):
-    rec = runtime.cached(search_record)(m.engine, prompt.ids, num_beams, n_new, ends)
+    rec = runtime.cached(search_record)(m.engine, prompt.ids, num_beams, n_new, ends, _on_step=draw_so_far)
+growing.empty()
 sel = beam_search.select(rec, alpha, early_stopping)
 sweep = beam_rerank.sweep(rec, SWEEP, early_stopping)
 # Started now, collected where they are shown: the figures below need only the record (issue 29).
@@ -120,9 +142,6 @@ if st.session_state.get(step_key, 1) > rec.n_steps:       # a shorter search tha
     st.session_state[step_key] = rec.n_steps
 step = (page.state.number_slider("step", t("step_label"), 1, rec.n_steps, rec.n_steps, help=t("step_help"))
         if rec.n_steps > 1 else 1)
-tree_labels = {k: t(f"tree_{k}") for k in ("title", "x", "y", "winner", "prompt", "after_stop", "hover", "hover_score")}
-tree_labels.update({f"fate_{k}": t(f"fate_{k}") for k in ("kept", "finished", "cut", "pruned")})
-tree_labels.update(hover=lambda **kw: t("tree_hover", **kw), hover_score=lambda **kw: t("tree_hover_score", **kw))
 tree_labels["title"] = t("tree_title", b=num_beams, K=len(rec.candidates) // max(rec.n_steps, 1), s=step, n=rec.n_steps)
 fig = plots.tree_figure(rec, cand_tokens, node_scores, sel.best, sel.stop_step, tree_labels, upto=step - 1)
 page.figure(fig, "beam_tree", {

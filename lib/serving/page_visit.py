@@ -36,11 +36,19 @@ class Visit:
     htmls: list[str] = field(default_factory=list)        # st.html bodies (token views)
     failure: str | None = None                            # connection trouble, timeout
     first_chart_s: float | None = None                    # when the first Plotly chart arrived
+    charts: int = 0                                       # Plotly charts sent (redrawn ones each time)
     progress_left: int = 0                                # st.progress bars still shown at the end
 
     @property
     def crashed(self) -> bool:
         return bool(self.exceptions) or self.page_not_found or self.failure is not None or not self.finished
+
+
+def _replaced(shown: dict[tuple, str], path: tuple) -> None:
+    """A delta at `path` replaces what was there, its children too (an `st.empty` emptied after
+    a progress bar and a figure were drawn in a container inside it)."""
+    for p in [p for p in shown if len(p) > len(path) and p[:len(path)] == path]:
+        del shown[p]
 
 
 async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 600.0,
@@ -72,11 +80,14 @@ async def visit_async(base: str, page: str, query: str = "", timeout_s: float = 
                     msg = ForwardMsg()
                     msg.ParseFromString(data)
                     kind = msg.WhichOneof("type")
+                    if kind == "delta" and msg.delta.WhichOneof("type") in ("new_element", "add_block"):
+                        _replaced(shown, tuple(msg.metadata.delta_path))
                     if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                         el = msg.delta.new_element
                         v.elements += 1
                         what = el.WhichOneof("type")
                         shown[tuple(msg.metadata.delta_path)] = what
+                        v.charts += what == "plotly_chart"
                         if what == "plotly_chart" and v.first_chart_s is None:
                             v.first_chart_s = time.perf_counter() - t0
                         if what == "exception":

@@ -27,7 +27,7 @@ import time
 
 import streamlit as st
 
-from lib.ui import live_class, responsive, runtime
+from lib.ui import estimate, live_class, provenance, responsive, runtime
 from lib.concepts import plot_marks
 from lib.concepts.check_result import CONSISTENCY, ICONS, CheckResult
 from lib.concepts.catalog import Concept, by_slug
@@ -64,7 +64,7 @@ class ConceptPage:
         self.state.claimed.update({VIEW_PARAM, REVEAL_PARAM} | live_class.PARAMS)
         self.present = presenter_view()      # its CSS is applied by the shell (lib/ui/shell.py)
         self.reveal_all = st.query_params.get(REVEAL_PARAM) == "1"
-        self._n_fig = 0
+        self._n_fig, self._so_far = 0, set()
         self._t0 = time.perf_counter()
         st.title(f"{self.concept.icon} {self.t('title')}")
         self._notes_box = st.container()
@@ -77,8 +77,6 @@ class ConceptPage:
     def _long_running(self) -> str:
         """The long-page caption, with what a new setting cost last time on this server (so a
         change's wait is known before it runs; lib/ui/estimate.py)."""
-        from lib.ui import estimate
-
         s = estimate.change_seconds(self.slug)
         return self.c("long_running") + ("" if s is None else " " + self.c("long_estimate", s=s))
 
@@ -145,16 +143,19 @@ class ConceptPage:
         return st.columns([3, 2])
 
     def figure(self, fig, name: str, data: dict[str, list] | None = None, caption: str | None = None,
-               wide: bool = False):
+               wide: bool = False, so_far: bool = False):
         """Show a Plotly figure with its HTML/CSV downloads. On the page its title is an HTML
         line above the chart that wraps at any width and its legend sits below the plot
         (lib/ui/responsive.py: phones); the downloaded HTML keeps Plotly's own title. The
         presenter view enlarges ticks, legends, hover labels and text marks and keeps the chart
         within a 1280x720 projector's height. `wide`: a chart that needs its width (a tree with
         a label at every node; any figure of 3+ panels side by side) keeps responsive.WIDE_PX on a
-        phone and scrolls sideways in its box (two heatmaps side by side too)."""
+        phone and scrolls sideways in its box (two heatmaps side by side too). `so_far`: a computation's
+        picture while it runs, redrawn in the caller's `st.empty()` (no downloads; counted once)."""
         self._n_fig += 1
-        memo.figure_drawn()                        # this run's next computations queue behind blank pages
+        if not (so_far and name in self._so_far):
+            memo.figure_drawn()                    # this run's next computations queue behind blank pages
+        self._so_far.update([name] if so_far else [])
         own_top = fig.layout.margin.t
         lines = plot_marks.wrap_title(fig, plot_marks.TITLE_CHARS)     # the download's title wraps
         top = 10 + 22 * lines + 26 if lines > 1 else 50
@@ -176,7 +177,7 @@ class ConceptPage:
                                 "toImageButtonOptions": {"filename": f"{self.slug}-{name}"}})
         if caption:
             st.caption(caption)
-        if self.present:
+        if self.present or so_far:
             return
         figure_downloads(fig, f"{self.slug}-{name}", data,
                          {"html": self.c("download_html"), "csv": self.c("download_csv")},
@@ -280,8 +281,6 @@ class ConceptPage:
         live_class.publish(self.slug, self.state.claimed)     # the lecturer's page, to the class
         for note in self.notes:
             self._notes_box.info(note, icon="ℹ️")
-        from lib.ui import estimate
-
         used = memo.run_provenance()
         for query in {estimate.state_key(self._query0): self._query0,      # as opened, and as left
                       estimate.state_key(st.query_params.to_dict()): st.query_params.to_dict()}.values():
@@ -294,6 +293,4 @@ class ConceptPage:
 
     def cached_caption(self) -> None:
         """Say when and where this run's shared results were computed (lib.ui.provenance)."""
-        from lib.ui import provenance
-
         provenance.show()

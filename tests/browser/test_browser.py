@@ -12,7 +12,7 @@ from lib.concepts.catalog import CONCEPTS
 from lib.ui.i18n import load_texts
 from lib.ui.responsive import WIDE_KEY, WIDE_PX
 from lib.ui.shell import TEACHING_PAGES
-from tests.browser.conftest import shot_path, visit
+from tests.browser.conftest import ACTION_MS, shot_path, visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 PAGES = [c for c in CONCEPTS if c.exists]
@@ -93,3 +93,18 @@ def test_every_page_renders(server, browser, lang):
                 failures.append(f"{slug}: a live check failed: {failed}")
         failures += [f"{slug or 'home'} at 390 px: {p}" for p in phone_problems(page, f"{slug or 'home'}-{lang}")]
     assert not failures, failures
+
+
+def test_beam_search_draws_its_tree_while_a_new_search_runs(server):
+    """Issue 29: a search no run has computed yet (a new prompt) draws its tree as it grows, under
+    a progress bar, then the page; once done no bar is left (the completion contract, as
+    lib/serving/page_visit.py reads it: a bar inside an emptied box is gone)."""
+    import urllib.parse
+
+    from bench.classroom import RUN_TAG
+    from lib.serving.page_visit import visit as ws_visit
+
+    query = urllib.parse.urlencode({"prompt": f"{RUN_TAG} The oldest bridge in the city", "n": 12})
+    v = ws_visit(server, "beam-search", query, timeout_s=ACTION_MS / 1000, until_complete=True)
+    assert not v.crashed and v.progress_left == 0, (v.failure, v.exceptions)
+    assert v.charts >= 3          # the tree and the probability figure of the page, and the tree so far

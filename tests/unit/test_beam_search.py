@@ -120,6 +120,31 @@ def test_record_is_consistent(tiny):
         assert h.by_length == (h.tokens[-1] not in E1)
 
 
+def test_the_tree_grows_step_by_step_before_the_search_ends(tiny):
+    """on_step sees the record after every step (the page draws it as it grows): each time one
+    step more, the candidates so far the first ones of the final record; the tree of a record
+    still growing has no winner's path and the frame of all max_new_tokens steps."""
+    from lib.concepts.beam_search.figures import tree_figure
+
+    _, eng = tiny
+    seen, figs = [], []
+
+    def grown(r):
+        seen.append((r.n_steps, list(r.candidates)))
+        if r.n_steps == 2:
+            labels = {"winner": "winner", "hover": "{tok}", "hover_score": "{score}", "prompt": "p", "x": "x",
+                      "y": "y", "title": "t", "after_stop": "a", **{f"fate_{k}": k for k in (KEPT, FINISHED, "cut", "pruned")}}
+            figs.append(tree_figure(r, [str(c.token) for c in r.candidates], {}, None, r.n_steps - 1, labels))
+
+    rec = beam_search(eng, P1, 3, MAX_NEW, eos_ids=E1, run_to_max=True, on_step=grown)
+    assert [n for n, _ in seen] == list(range(1, rec.n_steps + 1))
+    assert all(cands == rec.candidates[:len(cands)] for _, cands in seen)
+    fig, = figs
+    assert fig.layout.xaxis.range[1] == MAX_NEW + 0.7                  # the whole search's frame, not 2 steps
+    assert not [tr for tr in fig.data if tr.name == "winner" and tr.x]  # no red path while it runs
+    assert max(max(x for x in tr.x if x is not None) for tr in fig.data if tr.x) == 2
+
+
 def test_one_beam_with_early_stopping_is_greedy(tiny):
     from lib.decoding.generate import greedy
 

@@ -129,7 +129,7 @@ class FinishedPool:
 
 def beam_search(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int,
                 length_penalty: float = 1.0, early_stopping=False, eos_ids=(),
-                run_to_max: bool = False, on_step: Callable[[int], None] | None = None,
+                run_to_max: bool = False, on_step: Callable[[BeamRecord], None] | None = None,
                 logits_table: dict | None = None) -> BeamRecord:
     """Beam search from `prompt_ids`; returns the full record (see the module docstring).
 
@@ -184,7 +184,7 @@ def beam_search(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int,
         rec.best_running.append(best_running)
         rec.n_steps = step + 1
         if on_step:
-            on_step(step)
+            on_step(rec)
         if pool.stop_after_step(step + 1, best_running, last) and (last or not run_to_max) or not kept:
             break
         idx = torch.tensor(kept)

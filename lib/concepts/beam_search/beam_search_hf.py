@@ -240,12 +240,14 @@ def _table_key(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int, 
             tuple(sorted(set(int(e) for e in eos_ids))))
 
 
-def search_record(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int, eos_ids) -> BeamRecord:
+def search_record(engine: Engine, prompt_ids, num_beams: int, max_new_tokens: int, eos_ids,
+                  _on_step=None) -> BeamRecord:
     """The search run to max_new_tokens (the record the page re-ranks); its logits table is
-    kept for `replays` of the same search."""
+    kept for `replays` of the same search. `_on_step(record so far)`: after every step (the
+    page draws the tree as it grows; not part of the cache key)."""
     table: dict[tuple[int, ...], torch.Tensor] = {}
     rec = beam_search(engine, prompt_ids, num_beams, max_new_tokens, eos_ids=eos_ids,
-                      run_to_max=True, logits_table=table)
+                      run_to_max=True, on_step=_on_step, logits_table=table)
     with _tables_lock:
         _TABLES[_table_key(engine, prompt_ids, num_beams, max_new_tokens, eos_ids)] = (rec, table)
         while len(_TABLES) > _TABLES_KEPT:

@@ -51,13 +51,15 @@ def _rank_ticks(record: BeamRecord, row_y: list[float]) -> list[int]:
     return shown
 
 
-def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, float], winner: int,
+def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, float], winner: int | None,
                 stop_step: int, labels: dict[str, str], upto: int | None = None) -> go.Figure:
     """Beam tree: x = generated token number, y = the candidate's rank by Σ log p at its step
     (best on top). Kept beams blue, finished hypotheses green (orange if cut at
     max_new_tokens), pruned grey; the winner's path red. `scores` maps candidate index ->
     normalized score for finished ones (hover). `upto` (0-based step): draw only the steps up to
     it (the step-through); the winner's path is drawn only once the whole search is shown.
+    `winner` None: a search still running (`beam_search`'s on_step), drawn in the frame of its
+    max_new_tokens steps, no path red yet.
     `labels["hover"]` / `labels["hover_score"]`: a text with {tok} {n} {lp} {cum} {fate} {rank} /
     {score} fields, or a callable taking them as keywords (the page's `t(key, **fields)`, so
     the numbers are written in the page's language)."""
@@ -65,7 +67,7 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
     K = max((c.rank for c in record.candidates), default=0) + 1
     row_y = rank_rows(record, K)
     y = np.array([row_y[c.rank] for c in record.candidates])   # root (the prompt) at y = 0
-    win = winner_path(record, winner) if last == record.n_steps - 1 else set()
+    win = winner_path(record, winner) if winner is not None and last == record.n_steps - 1 else set()
     fig = go.Figure()
     ex, ey, wx, wy = [], [], [], []
     for i, c in enumerate(record.candidates):
@@ -115,7 +117,8 @@ def tree_figure(record: BeamRecord, token_texts: list[str], scores: dict[int, fl
     if stop_step < last:
         fig.add_vrect(x0=stop_step + 1.5, x1=last + 1.5, fillcolor="grey", opacity=0.12, line_width=0,
                       annotation_text=labels["after_stop"], annotation_position="top left")
-    fig.update_xaxes(title_text=labels["x"], dtick=1, range=[-1.2, record.n_steps + 0.7])
+    frame = record.n_steps if winner is not None else record.max_new_tokens
+    fig.update_xaxes(title_text=labels["x"], dtick=1, range=[-1.2, frame + 0.7])
     ticks = _rank_ticks(record, row_y)
     fig.update_yaxes(title_text=labels["y"], tickvals=[row_y[r] for r in ticks], ticktext=[str(r + 1) for r in ticks],
                      range=[row_y[-1] - 0.6, 0.8])
