@@ -26,6 +26,12 @@ a blank page's computation, however long it has run, still goes before the next 
 a page that shows a figure (without it, a long first figure such as a beam search was put
 behind every other page's later work and came last under a class).
 
+A call a page started to collect later (lib.serving.jobs: its checks, its later sections) asks
+with STARTED more than the page's own computations at the same figure count: after every blank
+page's own first-figure work, before the next computation of any page that shows a figure.
+Otherwise the checks a page starts before its first figure queue with the class's first figures,
+and a first figure that needs several computations one after another queues behind them each time.
+
 While waiting, the computation's own cancellation probe runs every 0.1 s: a computation nobody
 wants any more leaves the queue.
 
@@ -50,6 +56,7 @@ from lib.core import cancellation
 QUANTUM_S = 1.0
 MAX_AGE = 5              # quanta: long computations then keep their order (first come, first done)
 PER_FIGURE = 1000        # > MAX_AGE: a figure on screen weighs more than any time held
+STARTED = PER_FIGURE // 2  # a started call (lib.serving.jobs) queues behind its level's own computations
 
 
 class Held:

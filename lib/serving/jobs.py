@@ -32,6 +32,7 @@ class Started:
                 memo._run.used = used           # this script run's provenance list
             if drawn is not None:
                 memo._run.drawn = drawn         # and its figure count (who computes next)
+            memo._run.started = True            # behind the script runs' own computations (compute_slots)
             prewarm.mark_background(background)  # the background visitor's work stays background
             try:
                 with threads.background_thread() if background else contextlib.nullcontext(), \

@@ -155,15 +155,15 @@ def _note(fn_name: str, origin: str, prov: Provenance | None) -> None:
 
 def _slot(workers: ComputeSlots):
     """One of `workers` for this computation, in its turn: a script run that has drawn fewer
-    figures goes first (a blank page before one that shows three). Between its forward steps a
-    long computation steps aside for one that waits
-    with a smaller number (lib.serving.compute_slots), giving up its model-work share meanwhile,
-    and for a measurement that waits; never inside a measurement. A computation inside another
-    one already holds a slot (waiting for a second one could wait for itself)."""
+    figures goes first (a blank page before one that shows three), and at equal figures the
+    script's own computations before the calls it started (`STARTED`). Between its forward steps
+    a long computation steps aside for one that waits with a smaller number
+    (lib.serving.compute_slots), giving up its model-work share meanwhile, and for a measurement
+    that waits; never inside a measurement. One inside another holds its slot already."""
     if getattr(_run, "in_slot", False):
         return contextlib.nullcontext()
-    drawn = getattr(_run, "drawn", None)
-    return _holding(workers, (drawn or [0])[0] * compute_slots.PER_FIGURE, drawn)
+    drawn, later = getattr(_run, "drawn", None), compute_slots.STARTED if getattr(_run, "started", False) else 0
+    return _holding(workers, (drawn or [0])[0] * compute_slots.PER_FIGURE + later, drawn)
 
 
 @contextmanager

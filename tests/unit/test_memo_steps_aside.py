@@ -203,6 +203,50 @@ def test_a_blank_page_goes_before_one_that_shows_a_figure_whatever_their_results
     assert order == ["blank, ten results", "shows a figure"]
 
 
+def test_a_started_call_queues_behind_a_blank_pages_own_computation(one_slot, monkeypatch):
+    """Two blank pages wait for the only slot: page A's call started for later (lib.serving.jobs)
+    asked first, page B's own computation after it; B's goes first. A page that shows a figure
+    still comes after A's started call."""
+    from lib.serving import jobs
+
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
+    order, release = [], threading.Event()
+
+    def blocker(x):
+        release.wait(5)
+        return x
+
+    def record(x):
+        order.append(x)
+        return x
+
+    def session(arg, figures=0, started=False):
+        memo_module.begin_run()
+        for _ in range(figures):
+            memo_module.figure_drawn()
+        if started:
+            jobs.start(lambda: rec(arg)).results()
+        else:
+            rec(arg)
+
+    rec = _fresh(record)
+    threads = [threading.Thread(target=lambda: (memo_module.begin_run(), _fresh(blocker)(0)), daemon=True)]
+    threads[0].start()
+    _until = time.monotonic() + 5
+    while memo_module._workers.free and time.monotonic() < _until:
+        time.sleep(0.005)
+    for kw in (dict(arg="A started", started=True), dict(arg="B own"), dict(arg="C shows a figure", figures=1)):
+        threads.append(threading.Thread(target=session, kwargs=kw, daemon=True))
+        threads[-1].start()
+        end = time.monotonic() + 5
+        while memo_module._workers.waiting() < len(threads) - 1 and time.monotonic() < end:
+            time.sleep(0.005)
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert order == ["B own", "A started", "C shows a figure"]
+
+
 def test_a_long_first_figure_does_not_step_aside_for_a_page_that_shows_one(one_slot):
     order, started = [], threading.Event()
 
