@@ -53,8 +53,8 @@ def _greedy_pair():
 
 
 # Started now, collected where they are shown (issue 29): the first figures need only p and q.
-block_job = runtime.start(
-    lambda: runtime.cached(speculative_decode.early_exit_block)(m.engine, prompt.ids, k, gamma, cfg, seed))
+# The block is computed where it is shown, by this script run: before its question is answered
+# it is the page's first figure, and a started call queues behind other pages' first figures.
 mc_job = runtime.start(lambda: runtime.cached(speculative.monte_carlo)(p, q, n_trials, seed, "residual"),
                        lambda: runtime.cached(speculative.monte_carlo)(p, q, n_trials, seed, wrong))
 check_job = runtime.start(_greedy_pair, lambda: runtime.cached(step_fit.step_fits)(p, q))
@@ -81,7 +81,7 @@ if page.predict("alpha", t("q_alpha", k=k, L=L), range(len(ALPHA_BINS)), bin_i,
 # ---- one gamma-token block on the real text, one verification step per click ---------------------
 st.subheader(t("block_title", g=gamma, k=k))
 with st.spinner(t("running")):
-    blk, = block_job.results()
+    blk = runtime.cached(speculative_decode.early_exit_block)(m.engine, prompt.ids, k, gamma, cfg, seed)
 n_steps = len(blk.u) + 1                       # each verified proposal, then the residual / bonus draw
 step_key = page.state._key("step")
 
