@@ -19,7 +19,10 @@ up there and waits for its turn again. So a first figure waits for one forward s
 long evaluation, not for all of it (a multilevel feedback queue, as operating systems give
 interactive programs the processor first). Under a class (2026-12-05, thirty sessions, two
 slots): the slots were held by two sessions' checks while twenty-five others waited for a
-first figure.
+first figure. The quantum is wall time, and on two busy cores a computation of 0.2-0.5 s alone
+takes over a second: with a 1 s quantum such short first figures aged, stepped aside and then
+waited behind every new blank-page computation (first chart p95 of a class 51 s; with 3 s, 8.9 s,
+2026-12-06).
 
 A figure on screen weighs more than any time held: the memo asks with PER_FIGURE per figure, so
 a blank page's computation, however long it has run, still goes before the next computation of
@@ -53,7 +56,7 @@ from contextlib import contextmanager
 
 from lib.core import cancellation
 
-QUANTUM_S = 1.0
+QUANTUM_S = 3.0          # seconds held per step of age: longer than a short computation under a class
 MAX_AGE = 5              # quanta: long computations then keep their order (first come, first done)
 PER_FIGURE = 1000        # > MAX_AGE: a figure on screen weighs more than any time held
 STARTED = PER_FIGURE // 2  # a started call (lib.serving.jobs) queues behind its level's own computations
