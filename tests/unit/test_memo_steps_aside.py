@@ -166,8 +166,12 @@ def test_a_measurement_does_not_wait_for_its_own_pages_started_call(two_slots, m
     assert _measurement_waited(same_run=False) >= 2.0
 
 
-def test_a_blank_page_goes_before_one_that_shows_a_figure_whatever_their_results(one_slot, monkeypatch):
-    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
+def _queued_order(sessions) -> list:
+    """Each of `sessions` (a keyword dict: arg, figures drawn, cached results used, started: through
+    lib.serving.jobs) asks, one after another, for the only slot while another computation holds
+    it; returns the order in which they then computed."""
+    from lib.serving import jobs
+
     order, release = [], threading.Event()
 
     def blocker(x):
@@ -178,52 +182,11 @@ def test_a_blank_page_goes_before_one_that_shows_a_figure_whatever_their_results
         order.append(x)
         return x
 
-    def session(fn, arg, figures=0, results=0):
+    def session(arg, figures=0, results=0, started=False):
         memo_module.begin_run()
         for _ in range(figures):
             memo_module.figure_drawn()
         memo_module._run.used.extend([None] * results)    # cached results it already used
-        fn(arg)
-
-    threads = [threading.Thread(target=session, args=(_fresh(blocker), 0), daemon=True)]
-    threads[0].start()
-    _until = time.monotonic() + 5
-    while memo_module._workers.free and time.monotonic() < _until:
-        time.sleep(0.005)
-    rec = _fresh(record)
-    for arg, figures, results in (("shows a figure", 1, 0), ("blank, ten results", 0, 10)):
-        threads.append(threading.Thread(target=session, args=(rec, arg, figures, results), daemon=True))
-        threads[-1].start()
-        end = time.monotonic() + 5
-        while memo_module._workers.waiting() < len(threads) - 1 and time.monotonic() < end:
-            time.sleep(0.005)
-    release.set()
-    for t in threads:
-        t.join(5)
-    assert order == ["blank, ten results", "shows a figure"]
-
-
-def test_a_started_call_queues_behind_a_blank_pages_own_computation(one_slot, monkeypatch):
-    """Two blank pages wait for the only slot: page A's call started for later (lib.serving.jobs)
-    asked first, page B's own computation after it; B's goes first. A page that shows a figure
-    still comes after A's started call."""
-    from lib.serving import jobs
-
-    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
-    order, release = [], threading.Event()
-
-    def blocker(x):
-        release.wait(5)
-        return x
-
-    def record(x):
-        order.append(x)
-        return x
-
-    def session(arg, figures=0, started=False):
-        memo_module.begin_run()
-        for _ in range(figures):
-            memo_module.figure_drawn()
         if started:
             jobs.start(lambda: rec(arg)).results()
         else:
@@ -232,18 +195,34 @@ def test_a_started_call_queues_behind_a_blank_pages_own_computation(one_slot, mo
     rec = _fresh(record)
     threads = [threading.Thread(target=lambda: (memo_module.begin_run(), _fresh(blocker)(0)), daemon=True)]
     threads[0].start()
-    _until = time.monotonic() + 5
-    while memo_module._workers.free and time.monotonic() < _until:
+    until = time.monotonic() + 5
+    while memo_module._workers.free and time.monotonic() < until:
         time.sleep(0.005)
-    for kw in (dict(arg="A started", started=True), dict(arg="B own"), dict(arg="C shows a figure", figures=1)):
+    for kw in sessions:
         threads.append(threading.Thread(target=session, kwargs=kw, daemon=True))
         threads[-1].start()
-        end = time.monotonic() + 5
-        while memo_module._workers.waiting() < len(threads) - 1 and time.monotonic() < end:
+        until = time.monotonic() + 5
+        while memo_module._workers.waiting() < len(threads) - 1 and time.monotonic() < until:
             time.sleep(0.005)
     release.set()
     for t in threads:
         t.join(5)
+    return order
+
+
+def test_a_blank_page_goes_before_one_that_shows_a_figure_whatever_their_results(one_slot, monkeypatch):
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
+    order = _queued_order([dict(arg="shows a figure", figures=1), dict(arg="blank, ten results", results=10)])
+    assert order == ["blank, ten results", "shows a figure"]
+
+
+def test_a_started_call_queues_behind_a_blank_pages_own_computation(one_slot, monkeypatch):
+    """Two blank pages wait for the only slot: page A's call started for later (lib.serving.jobs)
+    asked first, page B's own computation after it; B's goes first. A page that shows a figure
+    still comes after A's started call."""
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
+    order = _queued_order([dict(arg="A started", started=True), dict(arg="B own"),
+                           dict(arg="C shows a figure", figures=1)])
     assert order == ["B own", "A started", "C shows a figure"]
 
 
