@@ -100,11 +100,14 @@ def test_beam_search_draws_its_tree_while_a_new_search_runs(server):
     a progress bar, then the page; once done no bar is left (the completion contract, as
     lib/serving/page_visit.py reads it: a bar inside an emptied box is gone)."""
     import urllib.parse
+    from concurrent.futures import ThreadPoolExecutor
 
     from bench.classroom import RUN_TAG
     from lib.serving.page_visit import visit as ws_visit
 
     query = urllib.parse.urlencode({"prompt": f"{RUN_TAG} The oldest bridge in the city", "n": 12})
-    v = ws_visit(server, "beam-search", query, timeout_s=ACTION_MS / 1000, until_complete=True)
+    with ThreadPoolExecutor(1) as other:     # its own thread: Playwright's loop runs in this one
+        v = other.submit(ws_visit, server, "beam-search", query, timeout_s=ACTION_MS / 1000,
+                         until_complete=True).result()
     assert not v.crashed and v.progress_left == 0, (v.failure, v.exceptions)
     assert v.charts >= 3          # the tree and the probability figure of the page, and the tree so far
