@@ -124,7 +124,8 @@ class ComputeSlots:
         self.free = n
         self.stepped_aside = 0                      # times a computation gave its slot up (for tests)
         self._cond = threading.Condition()
-        self._queue: list[tuple] = []       # heap of (priority, ticket number, background, id(run))
+        self._queue: list[tuple] = []       # heap of (priority, ticket number, background, run);
+        # tickets are unique, so neither the heap nor a ticket's equality ever compares two runs
         self._tickets = itertools.count()
         self._holders: set[Held] = set()
 
@@ -157,9 +158,8 @@ class ComputeSlots:
         being ahead."""
         now = time.monotonic()
         mine = me.number(now) if number is None else number
-        own = id(me.run) if me.run is not None else None
         with self._cond:
-            if any(p <= mine for p, _, bg, run in self._queue if not bg and (own is None or run != own)):
+            if any(p <= mine for p, _, bg, run in self._queue if not bg and (me.run is None or run is not me.run)):
                 return True
             return any(h is not me and h.holding and not h.background and h.number(now) <= mine
                        and (me.run is None or h.run is not me.run) for h in self._holders)
@@ -170,7 +170,7 @@ class ComputeSlots:
 
     def _acquire(self, priority: int, background: bool = False, run=None) -> None:
         with self._cond:
-            ticket = (priority, next(self._tickets), background, None if run is None else id(run))
+            ticket = (priority, next(self._tickets), background, run)
             heapq.heappush(self._queue, ticket)
             try:
                 while not (self.free and self._queue[0] == ticket):

@@ -155,7 +155,8 @@ class ConceptPage:
         self._n_fig += 1
         if not (so_far and name in self._so_far):
             memo.figure_drawn()                    # this run's next computations queue behind blank pages
-        self._so_far.update([name] if so_far else [])
+        if so_far:
+            self._so_far.add(name)
         own_top = fig.layout.margin.t
         lines = plot_marks.wrap_title(fig, plot_marks.TITLE_CHARS)     # the download's title wraps
         top = 10 + 22 * lines + 26 if lines > 1 else 50
