@@ -64,7 +64,7 @@ class ConceptPage:
         self.state.claimed.update({VIEW_PARAM, REVEAL_PARAM} | live_class.PARAMS)
         self.present = presenter_view()      # its CSS is applied by the shell (lib/ui/shell.py)
         self.reveal_all = st.query_params.get(REVEAL_PARAM) == "1"
-        self._n_fig, self._so_far = 0, set()
+        self._n_fig, self._so_far = 0, {}
         self._t0 = time.perf_counter()
         st.title(f"{self.concept.icon} {self.t('title')}")
         self._notes_box = st.container()
@@ -151,12 +151,15 @@ class ConceptPage:
         within a 1280x720 projector's height. `wide`: a chart that needs its width (a tree with
         a label at every node; any figure of 3+ panels side by side) keeps responsive.WIDE_PX on a
         phone and scrolls sideways in its box (two heatmaps side by side too). `so_far`: a computation's
-        picture while it runs, redrawn in the caller's `st.empty()` (no downloads; counted once)."""
-        self._n_fig += 1
-        if not (so_far and name in self._so_far):
-            memo.figure_drawn()                    # this run's next computations queue behind blank pages
+        picture while it runs, redrawn in the caller's `st.empty()` (no downloads; counted once; keys
+        of its own, so the page's figures keep theirs from run to run)."""
         if so_far:
-            self._so_far.add(name)
+            self._so_far[name] = self._so_far.get(name, 0) + 1
+        else:
+            self._n_fig += 1
+        if not so_far or self._so_far[name] == 1:
+            memo.figure_drawn()                    # this run's next computations queue behind blank pages
+        n = f"{name}-so-far-{self._so_far[name]}" if so_far else self._n_fig
         own_top = fig.layout.margin.t
         lines = plot_marks.wrap_title(fig, plot_marks.TITLE_CHARS)     # the download's title wraps
         top = 10 + 22 * lines + 26 if lines > 1 else 50
@@ -170,10 +173,10 @@ class ConceptPage:
         shown, title = responsive.shown_figure(fig, self.present, own_top, wide)
         if title:
             st.markdown(title, unsafe_allow_html=True)
-        box = st.container(key=f"{responsive.WIDE_KEY}{self.slug}-{self._n_fig}") if wide else st
+        box = st.container(key=f"{responsive.WIDE_KEY}{self.slug}-{n}") if wide else st
         if wide:
             shown.update_layout(dragmode=False)        # a finger's drag scrolls the box, not zooms
-        box.plotly_chart(shown, width="stretch", key=f"{self.slug}.fig{self._n_fig}",
+        box.plotly_chart(shown, width="stretch", key=f"{self.slug}.fig{n}",
                         config={"displaylogo": False, "responsive": True,
                                 "toImageButtonOptions": {"filename": f"{self.slug}-{name}"}})
         if caption:
