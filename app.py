@@ -19,9 +19,9 @@ with prewarm.visitor_running(streamlit_adapter.is_background_session()), streaml
 
     from lib.ui import shell  # (after page config)
 
-    memo.begin_run()
-    page = shell.navigation()
-    shell.sidebar()
-    shell.model_status()
-    page.run()
+    with memo.script_run():
+        page = shell.navigation()
+        shell.sidebar()
+        shell.model_status()
+        page.run()
     st.session_state.pop(BAD_LANG, None)  # a page without URL controls (home) shows no stale note later

@@ -20,7 +20,7 @@ every other session's model work would wait for the whole sweep.
 
 A measurement stops every session's model work while it runs. So before it starts, it lets
 the server's interactive work go first (`let_others_go_first`: the server registers how, e.g.
-first figures waiting for a compute slot), for at most PATIENCE_S; a lecturer's class sees its
+pages still blank, first figures waiting for a compute slot), for at most PATIENCE_S; a lecturer's class sees its
 first figures before anybody's timing sweep, and the sweep runs on the quiet machine after them.
 
 `measure(fn, repeats)` runs `fn` `repeats` times inside `exclusive()` and returns the median

@@ -40,8 +40,10 @@ wants any more leaves the queue.
 
 A measurement stops every session's model work while it runs (lib.core.timing), so before it
 starts, the computation that measures lets the others with a number no larger than its own go
-first (`ahead_of`, `step_aside_while`): under a class the first figures come before the timing
-sweeps, which run when the machine is quiet (or when their patience runs out). Background
+first (`ahead_of`, `step_aside_while`), and so does every other page still blank
+(lib.serving.blank_pages, which also sees a blank page between two of its computations): under
+a class the first figures come before the timing sweeps, which run when the machine is quiet
+(or when their patience runs out). Background
 pre-computation never counts as someone ahead, nor does the measuring page's own work (`run`:
 its script run and the calls it started), which the measurement pauses between forward steps.
 """

@@ -36,18 +36,17 @@ import functools
 import os
 import threading
 import time
-from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from lib.core import cancellation, timing
 from lib.core.timing import make_way_for_measurement, measuring, model_work, paused_model_work
-from lib.serving import compute_slots, prewarm, result_store
+from lib.serving import blank_pages, compute_slots, prewarm, result_store
 from lib.serving.heap import trim_memory
 from lib.serving.compute_slots import ComputeSlots
+from lib.serving.result_memory import Memory
 from lib.serving.result_store import Provenance, ResultStore, nbytes
 
-BUDGET_BYTES = int(float(os.environ.get("LLM_LAB_RESULT_CACHE_MB", "192")) * 2**20)
 # At most this many computations at once: more only multiplies the transient memory (each holds
 # its activations) on a machine whose cores are already busy; the rest wait their turn.
 WORKERS = int(os.environ.get("LLM_LAB_WORKERS", "0")) or max(2, (os.cpu_count() or 2) // 2)
@@ -79,49 +78,6 @@ class _Flight:
         self.waiters = 0             # other callers waiting for this result right now
 
 
-class Memory:
-    """One LRU of (function name, key) -> (value, bytes, provenance), bounded in bytes."""
-
-    def __init__(self, budget: int = BUDGET_BYTES):
-        self.budget = budget
-        self.items: OrderedDict = OrderedDict()
-        self.per_fn: dict[str, int] = {}
-        self.total = 0
-        self.lock = threading.Lock()
-
-    def get(self, k):
-        with self.lock:
-            if k in self.items:
-                self.items.move_to_end(k)
-                return self.items[k]
-        return None
-
-    def put(self, k, value, size: int, prov: Provenance, max_entries: int) -> None:
-        with self.lock:
-            if k in self.items:
-                return
-            if size > self.budget:
-                return                       # too big to keep: the next caller recomputes (or reads disk)
-            self.items[k] = (value, size, prov)
-            self.per_fn[k[0]] = self.per_fn.get(k[0], 0) + 1
-            self.total += size
-            if self.per_fn[k[0]] > max_entries:
-                self._evict(next(x for x in self.items if x[0] == k[0]))
-            while self.total > self.budget and len(self.items) > 1:
-                self._evict(next(iter(self.items)))
-
-    def _evict(self, k) -> None:
-        _, size, _ = self.items.pop(k)
-        self.total -= size
-        self.per_fn[k[0]] -= 1
-
-    def clear(self) -> None:
-        with self.lock:
-            self.items.clear()
-            self.per_fn.clear()
-            self.total = 0
-
-
 MEMORY = Memory()
 STORE = ResultStore()
 _inflight: dict = {}
@@ -134,6 +90,15 @@ def begin_run() -> None:
     _run.used = []
     _run.drawn = [0]              # figures this script run has drawn (shared with its started calls)
     _run.patient_until = None
+
+
+@contextmanager
+def script_run():
+    """One script run (app.py): `begin_run`, and while it runs, unless it is the background
+    visitor's, a blank page that measurements let draw first (lib.serving.blank_pages)."""
+    begin_run()
+    with contextlib.nullcontext() if prewarm.in_background() else blank_pages.running(_run.drawn):
+        yield
 
 
 def figure_drawn() -> None:
@@ -186,31 +151,37 @@ def _wait_for(flight: _Flight) -> None:
     its own slot gives the slot (and its model-work share) up meanwhile: the thread it waits for
     may itself be waiting for that slot."""
     held = getattr(_run, "held", None) if getattr(_run, "in_slot", False) else None
-    if held is None:
-        while not flight.done.wait(0.1):
-            cancellation.checkpoint()              # this waiter's own session went away
-        return
-    with paused_model_work():
-        held.step_aside_while(lambda: not flight.done.wait(0.05), poll_s=0.0)
+    with blank_pages.waiting(getattr(_run, "drawn", None)):
+        if held is None:
+            while not flight.done.wait(0.1):
+                cancellation.checkpoint()              # this waiter's own session went away
+            return
+        with paused_model_work():
+            held.step_aside_while(lambda: not flight.done.wait(0.05), poll_s=0.0)
 
 
 def _first_figures_before_measuring(patience_s: float) -> None:
-    """Before a measurement in a computation (lib.core.timing): while another session's
-    computation with a number no larger than this one's when it asked waits for a slot or holds
-    one (a blank page's), give the slot up and wait (the script run's own calls, which share its
-    figure count `_run.drawn`, do not count: the measurement pauses them). A script thread waits so at most
-    `patience_s` in all, over all its measurements (a started call's thread has its own); then
-    they take their turn like any other."""
+    """Before a measurement in a computation (lib.core.timing): while another session's page is
+    blank (lib.serving.blank_pages), or another session's computation with a number no larger
+    than this one's when it asked waits for a slot or holds one, give the slot up and wait (the
+    script run's own calls, which share its figure count `_run.drawn`, do not count: the
+    measurement pauses them). A script thread waits so at most `patience_s` in all, over all its
+    measurements (a started call's thread has its own); then they take their turn like any other."""
     held = getattr(_run, "held", None)
     if held is None or held.background:
         return
-    pools, mine = (_workers, _batched_workers), held.number(time.monotonic())
-    if not any(p.ahead_of(held, mine) for p in pools):
+    pools, mine, drawn = (_workers, _batched_workers), held.number(time.monotonic()), getattr(_run, "drawn", None)
+
+    def others_first() -> bool:
+        return blank_pages.others(drawn) > 0 or any(p.ahead_of(held, mine) for p in pools)
+
+    if not others_first():
         return
     if getattr(_run, "patient_until", None) is None:
         _run.patient_until = time.monotonic() + patience_s
     until = _run.patient_until
-    held.step_aside_while(lambda: time.monotonic() < until and any(p.ahead_of(held, mine) for p in pools))
+    with blank_pages.waiting(drawn):
+        held.step_aside_while(lambda: time.monotonic() < until and others_first())
 
 
 timing.let_others_go_first(_first_figures_before_measuring)

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from lib.core import cancellation, timing
-from lib.serving import compute_slots, memo as memo_module
+from lib.serving import blank_pages, compute_slots, memo as memo_module
 from lib.serving.memo import Memo
 
 
@@ -164,6 +164,39 @@ def test_a_measurement_does_not_wait_for_its_own_pages_started_call(two_slots, m
     monkeypatch.setattr(timing, "PATIENCE_S", 2.0)
     assert _measurement_waited(same_run=True) < 1.0
     assert _measurement_waited(same_run=False) >= 2.0
+
+
+def _measured_after(others: list) -> float:
+    """Seconds a measurement in a new script run of this thread waited to start."""
+    waited = []
+
+    def measured(x):
+        t0 = time.monotonic()
+        with timing.exclusive():
+            waited.append(time.monotonic() - t0)
+        return x
+
+    memo_module.begin_run()
+    _fresh(measured)(len(others))
+    assert timing._LOCK._readers == 0
+    return waited[0]
+
+
+def test_a_measurement_waits_for_a_blank_page_that_asks_for_nothing_right_now(two_slots, monkeypatch):
+    """Another session's script run is running and its page is blank, but it holds no slot and
+    waits for none (between two computations, or before its first): the measurement waits until
+    that page draws its first figure, not its whole patience. A blank run that itself waits
+    (for a measurement, or for another's result) is not waited for."""
+    monkeypatch.setattr(timing, "PATIENCE_S", 5.0)
+    drawn = [0]
+    with blank_pages.running(drawn):
+        first_figure = threading.Timer(0.5, lambda: drawn.__setitem__(0, 1))
+        first_figure.start()
+        assert 0.4 <= _measured_after([drawn]) < 3.0
+    idle = [0]
+    with blank_pages.running(idle), blank_pages.waiting(idle):
+        assert _measured_after([idle]) < 0.3
+    assert blank_pages.others(None) == 0                  # both runs ended: nobody is waited for
 
 
 def _queued_order(sessions) -> list:
