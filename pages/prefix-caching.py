@@ -69,28 +69,23 @@ if page.predict("reuse", t("predict_reuse_q", nb=len(B), bs=bs), options, k_hit,
                 wide=True)      # a label in every block: on a phone the chain keeps its width and scrolls
 
 
-# ---- the real model: reuse vs recompute (timed alone), shifted positions ----------------------
+# ---- the real model: reuse vs recompute (timed alone, so drawn last), shifted positions -------
 st.subheader(t("time_title"))
-bar = st.progress(0.0, text=t("running", r=TIME_REPEATS))
-res = runtime.cached(prefix_cache.reuse_vs_recompute)(m.engine, tuple(A), tuple(B), bs, TIME_REPEATS)
-bar.progress(0.8, text=t("running", r=TIME_REPEATS))
+time_box = st.container()       # the timing's place: it runs alone, after everything else is drawn
+bar = time_box.progress(0.0, text=t("running", r=TIME_REPEATS))
 n_keep = max(1, min(len(B) - 1, (len(B) - 1) // bs * bs))
 sh0 = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, 0)
 sh = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, shift)
-bar.empty()
-names = [t("t_full", n=res.n_tokens), t("t_reuse", n=res.n_tokens - res.n_reused)]
-fig = plots.timing_figure(names, [res.t_full_s, res.t_reuse_s], {"title": t("time_fig_title", r=res.repeats),
-                                                                  "x": t("time_x")})
-page.figure(fig, "prefill_time", {"run": names, "median_seconds": [res.t_full_s, res.t_reuse_s],
-                                  "spread_seconds": [res.spread_full_s, res.spread_reuse_s]})
-saved = res.t_full_s - res.t_reuse_s
-noise = max(res.spread_full_s, res.spread_reuse_s)
-key = "time_line_saved" if saved > noise else "time_line_none" if res.n_reused == 0 else "time_line_noise"
-st.markdown(t(key, saved=saved * 1000, pct=100 * saved / res.t_full_s if res.t_full_s else 0.0, reused=res.n_reused,
-              n=res.n_tokens, full=res.t_full_s * 1000, reuse=res.t_reuse_s * 1000, noise=noise * 1000,
-              r=res.repeats, load=res.load_avg))
 
+st.subheader(t("shift_title"))
 tok = lambda i: token_texts(m.tokenizer, [i])[0]  # noqa: E731
+shown = [tok(i) for i, _, _ in sh.top]
+shown = [f"{x} ({i})" if shown.count(x) > 1 else x for x, (i, _, _) in zip(shown, sh.top)]   # alike: with ids
+fig = plots.shift_figure(shown, [p for _, p, _ in sh.top], [q for _, _, q in sh.top],
+                         {"title": t("shift_fig_title", k=n_keep, shift=shift), "y": t("shift_y"),
+                          "recompute": t("shift_recompute", shift=shift), "reuse": t("shift_reuse")})
+page.figure(fig, "shifted_positions", {"token": shown, "token_id": [i for i, _, _ in sh.top],
+                                       "p_recompute": [p for _, p, _ in sh.top], "p_reuse": [q for _, _, q in sh.top]})
 if sh.top_reuse == sh.top_recompute:
     st.markdown(t("shift_line_same", k=n_keep, shift=shift, d=sh.max_abs_diff, a=tok(sh.top_reuse)))
 else:
@@ -98,6 +93,21 @@ else:
     if a_txt == b_txt:       # two different ids that print alike: show the ids
         a_txt, b_txt = f"{a_txt} (id {sh.top_reuse})", f"{b_txt} (id {sh.top_recompute})"
     st.markdown(t("shift_line_diff", k=n_keep, shift=shift, d=sh.max_abs_diff, a=a_txt, b=b_txt))
+
+res = runtime.cached(prefix_cache.reuse_vs_recompute)(m.engine, tuple(A), tuple(B), bs, TIME_REPEATS)
+bar.empty()
+with time_box:
+    names = [t("t_full", n=res.n_tokens), t("t_reuse", n=res.n_tokens - res.n_reused)]
+    fig = plots.timing_figure(names, [res.t_full_s, res.t_reuse_s], {"title": t("time_fig_title", r=res.repeats),
+                                                                      "x": t("time_x")})
+    page.figure(fig, "prefill_time", {"run": names, "median_seconds": [res.t_full_s, res.t_reuse_s],
+                                      "spread_seconds": [res.spread_full_s, res.spread_reuse_s]})
+    saved = res.t_full_s - res.t_reuse_s
+    noise = max(res.spread_full_s, res.spread_reuse_s)
+    key = "time_line_saved" if saved > noise else "time_line_none" if res.n_reused == 0 else "time_line_noise"
+    st.markdown(t(key, saved=saved * 1000, pct=100 * saved / res.t_full_s if res.t_full_s else 0.0,
+                  reused=res.n_reused, n=res.n_tokens, full=res.t_full_s * 1000, reuse=res.t_reuse_s * 1000,
+                  noise=noise * 1000, r=res.repeats, load=res.load_avg))
 
 page.notice()
 page.checks(checks.page_checks(res, sh0, sh, lcp, len(B), bs, t) + [checks.chain_check(A, B, bs, t)])

@@ -82,6 +82,18 @@ def timing_figure(names: list[str], seconds: list[float], labels: dict[str, str]
     return fig
 
 
+def shift_figure(tokens: list[str], p_recompute: list[float], p_reuse: list[float], labels: dict[str, str]) -> go.Figure:
+    """The next token's probabilities after a recompute at the request's positions and after
+    reusing K/V computed at other positions, side by side for the same tokens (the recompute's
+    likeliest first)."""
+    fig = go.Figure([go.Bar(x=tokens, y=p_recompute, name=labels["recompute"], marker_color=CACHED),
+                     go.Bar(x=tokens, y=p_reuse, name=labels["reuse"], marker_color="#F58518")])
+    fig.update_layout(title=labels["title"], barmode="group", yaxis_title=labels["y"], height=360,
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
 def diff_html(tokens: list[str], same: list[bool], block_size: int) -> str:
     """Tokens as chips: green = inside the common token prefix, orange = after it; a thin
     bar marks every block boundary. The div's class `token-view` lets the presenter view

@@ -112,6 +112,11 @@ class ShiftResult:
     argmax_equal: bool
     top_reuse: int             # the token each would predict next
     top_recompute: int
+    top: tuple = ()            # (token id, p after the recompute, p after the reuse), the recompute's
+    #                            TOP_SHOWN likeliest tokens, then the reuse's top token if not among them
+
+
+TOP_SHOWN = 6
 
 
 def reuse_at_shifted_positions(engine, ids, n_reuse: int, shift: int) -> ShiftResult:
@@ -128,8 +133,12 @@ def reuse_at_shifted_positions(engine, ids, n_reuse: int, shift: int) -> ShiftRe
     reused = engine.forward(torch.tensor([ids[n_reuse:]], device=dev), cache, positions=rest_pos)[0, -1]
     all_pos = torch.arange(shift, n + shift, device=dev)[None]                               # (1, n)
     ref = engine.forward(torch.tensor([ids], device=dev), engine.new_cache(capacity=n), positions=all_pos)[0, -1]
+    p_ref, p_reused = torch.softmax(ref.double(), -1), torch.softmax(reused.double(), -1)            # (V,) each
+    shown = p_ref.topk(TOP_SHOWN).indices.tolist()
+    shown += [int(reused.argmax())] if int(reused.argmax()) not in shown else []
     return ShiftResult(shift, n_reuse, float((reused - ref).abs().max()), int(reused.argmax()) == int(ref.argmax()),
-                       int(reused.argmax()), int(ref.argmax()))
+                       int(reused.argmax()), int(ref.argmax()),
+                       tuple((i, float(p_ref[i]), float(p_reused[i])) for i in shown))
 
 
 def token_diff(a, b) -> list[tuple[str, int, int | None, int | None]]:
