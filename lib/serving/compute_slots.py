@@ -27,7 +27,11 @@ waited behind every new blank-page computation (first chart p95 of a class 51 s;
 A figure on screen weighs more than any time held: the memo asks with PER_FIGURE per figure, so
 a blank page's computation, however long it has run, still goes before the next computation of
 a page that shows a figure (without it, a long first figure such as a beam search was put
-behind every other page's later work and came last under a class).
+behind every other page's later work and came last under a class). A figure drawn while a
+computation runs counts too (`Held.level`): once beam-search has drawn its tree after the first
+step, the rest of its search goes on as a page that shows a figure, not as a blank page's first
+figure (py-spy at 10 s of a class, 2026-12-06: two such searches held both slots while the
+blank pages' first computations waited).
 
 A call a page started to collect later (lib.serving.jobs: its checks, its later sections) asks
 with STARTED more than the page's own computations at the same figure count: after every blank
@@ -69,15 +73,25 @@ class Held:
 
     def __init__(self, slots: "ComputeSlots", priority: int, background: bool = False, run=None):
         self.slots, self.priority, self.background, self.run = slots, priority, background, run
+        self.drawn_when_asked = self._drawn()
         self.age = 0                         # quanta held before `since`, at most MAX_AGE
         self.since = time.monotonic()        # holding since (or last demoted at)
         self.holding = True
         self._busy = False
 
+    def _drawn(self) -> int:
+        return self.run[0] if isinstance(self.run, list) else 0
+
+    def level(self) -> int:
+        """The number it asked with, plus PER_FIGURE for every figure its script run drew since:
+        a computation that drew its page's first figure while it runs (beam-search's tree so
+        far) goes on as the computation of a page that shows a figure."""
+        return self.priority + (self._drawn() - self.drawn_when_asked) * PER_FIGURE
+
     def number(self, now: float) -> int:
-        """Its number now: the one it asked with, plus one for every QUANTUM_S seconds held, at
-        most MAX_AGE more."""
-        return self.priority + min(self.age + int((now - self.since) // QUANTUM_S), MAX_AGE)
+        """Its number now: its level, plus one for every QUANTUM_S seconds held, at most
+        MAX_AGE more."""
+        return self.level() + min(self.age + int((now - self.since) // QUANTUM_S), MAX_AGE)
 
     def make_way(self, pause=contextlib.nullcontext) -> bool:
         """Between two forward steps: give the slot up if a computation with a smaller number
@@ -87,15 +101,15 @@ class Held:
             return False
         now = time.monotonic()
         if now - self.since >= QUANTUM_S:
-            self.age, self.since = self.number(now) - self.priority, now
-        if not self.slots.someone_before(self.priority + self.age):
+            self.age, self.since = min(self.age + int((now - self.since) // QUANTUM_S), MAX_AGE), now
+        if not self.slots.someone_before(self.level() + self.age):
             return False
         self._busy = True
         try:
             with pause():
                 self.holding = False
                 self.slots._release()
-                self.slots._acquire(self.priority + self.age, self.background, self.run)
+                self.slots._acquire(self.level() + self.age, self.background, self.run)
                 self.holding = True
         finally:
             self._busy = False
@@ -135,7 +149,8 @@ class ComputeSlots:
     def hold(self, priority: int = 0, background: bool = False, run=None):
         """Hold one slot for the `with` block; wait for it behind smaller priority numbers.
         `background`: the background pre-computation's (never ahead of a measurement); `run`:
-        whose work it is (never ahead of a measurement of the same run; None: nobody's)."""
+        whose work it is (never ahead of a measurement of the same run; None: nobody's), the
+        memo's script-run figure count [figures drawn], whose growth raises `Held.level`."""
         self._acquire(priority, background, run)
         held = Held(self, priority, background, run)
         with self._cond:

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from lib.core import cancellation
+from lib.serving import compute_slots
 from lib.serving.compute_slots import ComputeSlots
 
 
@@ -206,3 +207,27 @@ def test_long_computations_of_one_level_keep_their_order(monkeypatch):
         assert first.make_way() is False                 # ... but once both are old, first come, first done
     t.join(5)
     assert order == ["second", False, "first"] and slots.free == 1
+
+
+def test_a_computation_whose_page_draws_a_figure_meanwhile_steps_aside_for_a_blank_page(monkeypatch):
+    """A computation asked as a blank page's (level 0) and drew its page's first figure while it
+    runs (beam-search's tree so far): it goes on as a page that shows a figure, so at its next
+    step it makes way for another blank page's computation, which before the figure it would not."""
+    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)          # no ageing: only the figure counts
+    slots = compute_slots.ComputeSlots(1)
+    drawn, done = [0], threading.Event()
+
+    def blank_page():
+        with slots.hold(0):
+            done.set()
+
+    with slots.hold(0, run=drawn) as held:
+        other = threading.Thread(target=blank_page, daemon=True)
+        other.start()
+        while not slots.waiting():
+            time.sleep(0.005)
+        assert held.make_way() is False and not done.is_set()      # equal numbers: it keeps its slot
+        drawn[0] += 1                                              # its page's first figure
+        assert held.level() == compute_slots.PER_FIGURE
+        assert held.make_way() is True and done.is_set()           # the blank page went first
+    other.join(5)
