@@ -114,6 +114,17 @@ def two_slots(monkeypatch):
     memo_module.STORE.enabled = was
 
 
+def _timed_measurement(waited: list):
+    """A fresh cached computation whose measurement appends the seconds it waited to start."""
+    def measured(x):
+        t0 = time.monotonic()
+        with timing.exclusive():
+            waited.append(time.monotonic() - t0)
+        return x
+
+    return _fresh(measured)
+
+
 def _measurement_waited(same_run: bool) -> float:
     """Seconds a measurement in this thread's script run waited to start while another
     computation of the same level ran, never done: another session's (same_run=False) or this
@@ -127,12 +138,7 @@ def _measurement_waited(same_run: bool) -> float:
             cancellation.checkpoint()
         return x
 
-    def measured(x):
-        t0 = time.monotonic()
-        with timing.exclusive():
-            waited.append(time.monotonic() - t0)
-        return x
-
+    measured = _timed_measurement(waited)
     memo_module.begin_run()
     drawn = memo_module._run.drawn
 
@@ -146,7 +152,7 @@ def _measurement_waited(same_run: bool) -> float:
     t = threading.Thread(target=call, daemon=True)
     t.start()
     holding.wait(5)
-    _fresh(measured)(1)
+    measured(1)
     stop.set()
     t.join(5)
     assert timing._LOCK._readers == 0
@@ -169,15 +175,8 @@ def test_a_measurement_does_not_wait_for_its_own_pages_started_call(two_slots, m
 def _measured_after(others: list) -> float:
     """Seconds a measurement in a new script run of this thread waited to start."""
     waited = []
-
-    def measured(x):
-        t0 = time.monotonic()
-        with timing.exclusive():
-            waited.append(time.monotonic() - t0)
-        return x
-
     memo_module.begin_run()
-    _fresh(measured)(len(others))
+    _timed_measurement(waited)(len(others))
     assert timing._LOCK._readers == 0
     return waited[0]
 
