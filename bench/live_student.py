@@ -104,6 +104,8 @@ class LiveSession:
                         self.page_hash = msg.new_session.page_script_hash
                         if not fragment_id or starts > 1:   # the page's: it redraws everything
                             r.radio_id, r.radio_fragment, r.polls, r.drawn = None, "", {}, set()
+                    elif kind == "navigation":       # the page the run resolved: the browser's from now on
+                        self.page_hash = msg.navigation.page_script_hash
                     elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                         r.drawn.add(msg.delta.fragment_id)
                         self._read(r, msg.delta.new_element, msg.delta.fragment_id)

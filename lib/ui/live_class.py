@@ -5,16 +5,14 @@ Session state, per browser tab: `live.room` the room code this session is in (a 
 lecturer); `live.key` the presenter secret, lecturer only (`?key=` is read once and removed, so
 a projected address bar does not show it); `live.follow` False after "Explore on my own".
 
-A student follows through `follow_bar` (drawn by the page) and its fragment `_poll_room`,
-polling the room every POLL_S s: when the room's version changed and its page/state differs from
-the one applied last and from the one shown, the page's URL-bound widgets are forgotten and
-`st.switch_page` opens the lecturer's page with the lecturer's parameters (lib/ui/state.py seeds
-widgets from the URL). `publish` (from ConceptPage.finish) sends the lecturer's page and state.
-The room panel (start, QR, end) is lib/ui/live_room.py; predictions lib/ui/live_predict.py."""
+A student follows the lecturer with lib/ui/live_follow.py. `publish` (from ConceptPage.finish)
+sends the lecturer's page and state. The room panel (start, QR, end) is lib/ui/live_room.py;
+predictions lib/ui/live_predict.py."""
 from __future__ import annotations
 
 import re
 import secrets
+import time
 
 import streamlit as st
 
@@ -26,7 +24,6 @@ from lib.ui.i18n import LANG_PARAM, current_lang, texts
 ROOM_PARAM, KEY_PARAM, SID_PARAM = "room", "key", "s"
 PARAMS = frozenset({ROOM_PARAM, KEY_PARAM, SID_PARAM})
 SID_RE = re.compile(r"[A-Za-z0-9_-]{8,32}")
-POLL_S = 2.0
 VIEW_AGE_S = 0.25   # a student's room view may be this old: all polls share one query (room_cache)
 S_ROOM, S_KEY, S_FOLLOW = "live.room", "live.key", "live.follow"
 S_SEEN, S_APPLIED, S_PUBLISHED = "live.seen_version", "live.applied", "live.published"
@@ -35,6 +32,7 @@ S_SHOWN = "live.shown_revealed"     # question id -> its radio key, revealed on 
 S_OPEN = "live.open_questions"      # question id -> phase, open on this student's page
 S_PHASE, PHASE_PARAM, LIVE = "live.phase", "_phase", "live"   # lesson mode: live / pre / post
 S_ON_PAGE, S_BAR = "live.on_page", "live.bar_slug"   # (slug, page state) shown; the bar's slug
+S_PAGE = "live.page"        # the url path of the page this session's last whole run drew
 # URL parameters that belong to the shell or to this session, never to the page's state
 NOT_PAGE_STATE = frozenset({LANG_PARAM, "view", "reveal", PHASE_PARAM}) | PARAMS
 
@@ -171,99 +169,6 @@ def show_note() -> None:
     if note:
         kind, code = note
         st.warning(texts("live_class")(kind, code=code), icon="🎓")
-
-
-# ---- following the lecturer --------------------------------------------------------------------
-def _page_widget_keys(slug: str) -> list[str]:
-    """The session-state keys of `slug`'s URL-bound widgets (`<slug>.<name>`, and the
-    `<slug>.<name>.shown` that lib/ui/state.py keeps), not its predictions (`<slug>.predict.*`)."""
-    out = []
-    for k in st.session_state.keys():
-        if not isinstance(k, str) or not k.startswith(slug + "."):
-            continue
-        rest = k[len(slug) + 1:].split(".")
-        if len(rest) == 1 or (len(rest) == 2 and rest[1] == "shown"):
-            out.append(k)
-    return out
-
-
-def go_to(slug: str, params: dict) -> None:
-    """Open the lecturer's page in the lecturer's state (the student keeps their language)."""
-    for k in _page_widget_keys(slug) + [f"lessons.published.{n}" for n in ("lesson", "step")] + [S_OPEN, S_ON_PAGE]:
-        st.session_state.pop(k, None)
-    query = {k: v for k, v in params.items() if k not in NOT_PAGE_STATE}
-    query[ROOM_PARAM] = room_code()
-    query[SID_PARAM] = session_id()
-    if current_lang() != "en":
-        query[LANG_PARAM] = current_lang()
-    st.switch_page(str(PAGES_DIR / f"{slug}.py"), query_params=query)
-
-
-def _explore(on: bool) -> None:
-    st.session_state[S_FOLLOW] = not on
-    st.session_state.pop(S_APPLIED, None)           # back to the class: go to its page again
-    st.session_state.pop(S_SEEN, None)
-
-
-def follow_bar() -> None:
-    """The student's class bar atop every page (phones hide the sidebar); `_poll_room` polls."""
-    if room_code() is None or is_presenter():
-        return
-    from lib.ui.glossary import page_title
-    t, view = texts("live_class"), room_view()
-    if view is None:
-        st.rerun(scope="app")                       # the room is gone: the page without it
-    follow = is_following()
-    where = t("now_in_class", page=page_title(view.slug)) if view.slug else t("waiting_page")
-    st.session_state["live.room_page"], st.session_state[S_BAR] = where, view.slug
-    with st.container(border=True, key="live-bar"):
-        a, b = st.columns([3, 1], vertical_alignment="center")
-        a.markdown(f"**🎓 {t('class_code', code=view.code)}** · {t('following') if follow else t('exploring')}  \n{where}")
-        if follow:
-            b.button(t("explore"), key="live-explore", on_click=_explore, args=(True,), width="stretch")
-        else:
-            b.button(t("back"), key="live-back", on_click=_explore, args=(False,), type="primary", width="stretch")
-    _poll_room()
-
-
-@st.fragment(run_every=POLL_S)
-def _poll_room() -> None:
-    """Follows the room; draws one empty element, not the bar (200 bars redrawn: a busy server)."""
-    st.empty()
-    view = room_view()
-    if view is None:
-        st.rerun(scope="app")                       # the room is gone: the page without it
-    if is_following() and view.version != st.session_state.get(S_SEEN):
-        st.session_state[S_SEEN] = view.version
-        if _reopened(view) or _closed(view):
-            st.rerun(scope="app")
-        target = (view.slug, tuple(sorted(view.params.items())))
-        if view.slug and target != st.session_state.get(S_APPLIED):
-            st.session_state[S_APPLIED] = target
-            if target != st.session_state.get(S_ON_PAGE):     # not what the page shows already
-                go_to(view.slug, dict(view.params))
-    if view.slug != st.session_state.get(S_BAR):
-        st.rerun(scope="app")                       # the bar names another page: redraw it
-
-
-def _closed(view) -> bool:
-    """Whether a question open on this page was revealed (or closed) since (redrawn revealed)."""
-    open_ = st.session_state.get(S_OPEN, {})
-    done = [q for q, phase in open_.items() if view.is_revealed(q, phase)]
-    for q in done:
-        open_.pop(q)
-    return bool(done)
-
-
-def _reopened(view) -> bool:
-    """Whether a question shown revealed was reset: its answer is forgotten, redrawn open."""
-    shown = st.session_state.get(S_SHOWN, {})
-    again = [q for q in shown if q not in view.revealed]
-    for q in again:
-        key = shown.pop(q)
-        for k in (key, key + ".sent", key + ".err"):
-            st.session_state.pop(k, None)
-    return bool(again)
 
 
 # ---- the lecturer publishes ---------------------------------------------------------------------

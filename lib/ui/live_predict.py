@@ -5,9 +5,9 @@ Question id: `<slug>.<predict name>`; options go to the store as their str(); th
 room's lesson mode ("live", or "pre"/"post" in a before/after lesson, lib/ui/live_lesson.py).
 
 - A student answers in a fragment (`_student_answer`): choosing an option reruns the fragment
-  only, the answer is sent in the radio's callback and acknowledged ("answer sent"); the fragment
-  polls the room every POLL_S seconds and reruns the page once the question is revealed (or,
-  in a before/after phase, closed). After the reveal the student sees right/wrong against the
+  only, the answer is sent in the radio's callback and acknowledged ("answer sent"); the class
+  bar's poll (lib/ui/live_follow.py) reruns the page once the question is revealed (or, in a
+  before/after phase, closed). After the reveal the student sees right/wrong against the
   answer the lecturer's page recorded, and how many in the class had it.
 - The lecturer sees only the number of answers (a fragment refreshing every COUNT_S seconds)
   and a Reveal button (before/after: "Close the answers", nothing shown); after the reveal, the
@@ -81,7 +81,7 @@ def _presenter(page, t, box, qid, phase, codes, labels, correct, closed, why) ->
 
 def _reset(qid: str) -> None:
     """Ask again: the store forgets the question's answers and reveal (every phase); the
-    students' class bar poll (live_class._poll_room) sees the room's new version and reopens it."""
+    students' class bar poll (live_follow._poll_room) sees the room's new version and reopens it."""
     live.store().reset(live.room_code(), live.secret(), qid)
 
 
@@ -176,7 +176,7 @@ def _send(qid: str, phase: str, codes: list[str], key: str) -> None:
 @st.fragment
 def _student_answer(qid: str, phase: str, codes: list[str], labels: dict[str, str]) -> None:
     """The student's choice (sent on change: only this fragment reruns) and its
-    acknowledgement. It does not poll: the class bar's poll (live_class._poll_room) reruns the
+    acknowledgement. It does not poll: the class bar's poll (live_follow._poll_room) reruns the
     page when this question is revealed or closed (one poll per student, not two: 200 phones
     polling twice every 2 s kept two cores busy and the answers' p95 at 5.6 s)."""
     t = texts("live_class")

@@ -4,8 +4,8 @@ the student's sidebar lines (the class, its current page, nickname, leave).
 
 `show(lang)` is the shell's one hook (lib/ui/shell.py), called on every run after the sidebar:
 it writes the sidebar block and, at the top of the main area, either the join panel (the
-lecturer, while "Show the join code" is on) or the student's class bar (live_class.follow_bar,
-polled by live_class._poll_room).
+lecturer, while "Show the join code" is on) or the student's class bar (live_follow.follow_bar,
+polled by live_follow._poll_room).
 
 Links: the join link is `<base>/?room=<CODE>` (`&lang=id` for an Indonesian class) and never
 holds the secret; the presenter link adds `&key=<SECRET>`. `<base>` is LLM_LAB_PUBLIC_URL when
@@ -18,7 +18,7 @@ from urllib.parse import urlencode, urlsplit
 import streamlit as st
 
 from lib.ui import live_class as live
-from lib.ui import present
+from lib.ui import live_follow, present
 from lib.ui.i18n import LANG_PARAM, texts
 
 PUBLIC_URL_ENV = "LLM_LAB_PUBLIC_URL"
@@ -119,4 +119,4 @@ def show(lang: str) -> None:
         if st.session_state.get(S_SHOW_JOIN):
             join_panel(t, lang)
     elif live.room_code() is not None:
-        live.follow_bar()
+        live_follow.follow_bar()

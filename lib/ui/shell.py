@@ -90,4 +90,6 @@ def navigation():
                  for x in CONCEPTS if x.group == g and x.exists]
         if pages:
             sections[c(f"group_{g}")] = pages
-    return st.navigation(sections, expanded=True)     # every page listed: no "View 13 more"
+    page = st.navigation(sections, expanded=True)     # every page listed: no "View 13 more"
+    st.session_state[live_class.S_PAGE] = page.url_path   # a poll for another page is stale (live_follow)
+    return page

@@ -164,7 +164,7 @@ def test_a_student_already_showing_the_rooms_state_is_not_switched_again(store):
     """The lecturer republishing the state a student's page shows (a new version, the same page
     and parameters) must not rerun the student's page through a page switch (issue 30: 200
     phones' pages at once); a different state must. A switch forgets the page's widget keys
-    (live_class.go_to), so a sentinel key under the page's name tells the two apart."""
+    (live_follow.go_to), so a sentinel key under the page's name tells the two apart."""
     keys = store.create_room("en")
     store.set_page(keys.code, keys.secret, "temperature", {})         # the page, its defaults implied
     at = open_page("temperature", {"room": keys.code})

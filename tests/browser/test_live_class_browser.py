@@ -9,7 +9,6 @@ Screenshots: artifacts/screenshots/live-*.png."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -50,7 +49,6 @@ def _plot_data(page, selector: str):
 
 
 def test_a_class_joins_follows_answers_and_sees_the_reveal(server, browser):
-    t0 = time.time()
     lecturer = browser.new_context(viewport={"width": 1280, "height": 720})
     lecturer.set_default_timeout(ACTION_MS)
     lec = lecturer.new_page()
@@ -115,4 +113,3 @@ def test_a_class_joins_follows_answers_and_sees_the_reveal(server, browser):
     for ctx, _, _ in students:
         ctx.close()
     lecturer.close()
-    assert time.time() - t0 < 120
