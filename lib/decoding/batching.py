@@ -267,7 +267,6 @@ def seat(engine):
         depth = _held.seats = {}
     outer = depth.get(id(s), 0) == 0
     depth[id(s)] = depth.get(id(s), 0) + 1
-    _held.schedulers = {**getattr(_held, "schedulers", {}), id(s): s}
     if outer:
         with s.cond:
             s.seated += 1
@@ -279,22 +278,3 @@ def seat(engine):
             with s.cond:
                 s.seated -= 1
                 s.cond.notify_all()
-
-
-@contextmanager
-def step_out():
-    """While the block runs, this thread's seats are given up and taken again after it: a
-    generation that pauses between its steps (lib.serving.memo lets other pages' first figures
-    go first) does not keep every other seated session's next step waiting for it."""
-    depth, schedulers = getattr(_held, "seats", None) or {}, getattr(_held, "schedulers", {})
-    out = [schedulers[k] for k, d in depth.items() if d > 0]
-    for s in out:
-        with s.cond:
-            s.seated -= 1
-            s.cond.notify_all()
-    try:
-        yield
-    finally:
-        for s in out:
-            with s.cond:
-                s.seated += 1

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 
 from lib.core import cancellation, timing
 from lib.core.timing import make_way_for_measurement, measuring, model_work, paused_model_work
-from lib.decoding import batching
 from lib.serving import blank_pages, compute_slots, prewarm, result_store
 from lib.serving.heap import trim_memory
 from lib.serving.compute_slots import ComputeSlots
@@ -137,8 +136,6 @@ def _holding(workers: ComputeSlots, priority: int, run=None):
     def make_way():
         if not measuring():
             held.make_way(paused_model_work)
-            if workers is _batched_workers:
-                _let_first_figures_go(held)
             make_way_for_measurement()
 
     with workers.hold(priority, prewarm.in_background(), run) as held, cancellation.stepping_aside(make_way):
@@ -147,19 +144,6 @@ def _holding(workers: ComputeSlots, priority: int, run=None):
             yield
         finally:
             _run.in_slot, _run.held = False, None
-
-
-def _let_first_figures_go(held) -> None:
-    """Between two steps of a generation in the batched pool (whose 64 seats never queue): while
-    a computation with a smaller number waits for one of the two slots, pause, out of the
-    engine's batches (batching.step_out): the pages' started continuations (generations of up to
-    48 tokens) wait for the blank pages' first figures as the slots' own queue makes them wait.
-    (py-spy of a class's first 45 s, 2026-12-06: the batching thread's samples fell 498 -> 382;
-    the class's first-chart p95 moved within the noise of two runs.)"""
-    number = held.number(time.monotonic())
-    if _workers.someone_before(number):
-        with paused_model_work(), batching.step_out():
-            held.step_aside_while(lambda: _workers.someone_before(number))
 
 
 def _wait_for(flight: _Flight) -> None:

@@ -350,17 +350,3 @@ def test_the_check_reuses_the_prompt_prefill_and_still_catches_a_changed_token(e
     cache.entries.clear()                                        # now the whole prompt is run again
     assert with_cache >= 1 and generate.argmax_mismatches(eng, prompt, tampered) == with_cache
     assert generate.argmax_mismatches(eng, prompt, path) == 0
-
-
-def test_a_paused_generation_steps_out_of_the_batches_and_back(eng):
-    """step_out gives this thread's seat up for the block (nested seats count once) and takes it
-    back after, so the scheduler does not wait for a session that pauses between its steps."""
-    sched = batching.scheduler_for(eng)
-    with batching.seat(eng), batching.seat(eng):
-        assert sched.seated == 1
-        with batching.step_out():
-            assert sched.seated == 0
-        assert sched.seated == 1
-    assert sched.seated == 0
-    with batching.step_out():             # a thread with no seat: nothing to give up
-        assert sched.seated == 0

@@ -198,57 +198,6 @@ def test_a_measurement_waits_for_a_blank_page_that_asks_for_nothing_right_now(tw
     assert blank_pages.others(None) == 0                  # both runs ended: nobody is waited for
 
 
-def test_a_generation_pauses_while_a_blank_page_waits_for_a_slot(one_slot, monkeypatch):
-    """The batched pool's seats never queue, so a page's started generation would take the cores
-    from a blank page's first figure: between its steps it pauses while a computation with a
-    smaller number waits for one of the slots, and goes on once that one has its slot."""
-    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
-    steps, release, blank_done = [], threading.Event(), threading.Event()
-
-    def blocker(x):                       # another blank page's computation holds the only slot
-        release.wait(5)
-        return x
-
-    def generation(x):
-        for _ in range(400):
-            cancellation.checkpoint()     # between two steps
-            steps.append(time.monotonic())
-            time.sleep(0.005)
-        return x
-
-    generation.joins_batches = True
-
-    def session(fn, figures=0, done=None):
-        memo_module.begin_run()
-        for _ in range(figures):
-            memo_module.figure_drawn()
-        fn(1)
-        if done is not None:
-            done.set()
-
-    threads = [threading.Thread(target=session, args=(_fresh(blocker),), daemon=True),
-               threading.Thread(target=session, args=(_fresh(generation), 1), daemon=True)]
-    for t in threads:
-        t.start()
-    end = time.monotonic() + 5
-    while len(steps) < 5 and time.monotonic() < end:
-        time.sleep(0.005)
-    threads.append(threading.Thread(target=session, args=(_fresh(lambda x: x), 0, blank_done), daemon=True))
-    threads[-1].start()                   # a blank page asks for the slot and waits
-    while not memo_module._workers.waiting() and time.monotonic() < end:
-        time.sleep(0.005)
-    time.sleep(0.05)
-    before = len(steps)
-    time.sleep(0.3)
-    paused = len(steps) - before          # steps taken while the blank page waited
-    release.set()
-    assert blank_done.wait(5)
-    for t in threads:
-        t.join(10)
-    assert paused <= 1
-    assert len(steps) == 400              # and it went on to the end
-
-
 def _queued_order(sessions) -> list:
     """Each of `sessions` (a keyword dict: arg, figures drawn, cached results used, started: through
     lib.serving.jobs) asks, one after another, for the only slot while another computation holds
