@@ -47,35 +47,60 @@ def p95(xs: list[float]) -> float:
 
 
 class PeakRss:
-    """Samples the RSS of a process and all its children until stopped; keeps the peak (MB)."""
+    """Samples the memory of a process and all its children until stopped; keeps the peaks (MB):
+    `peak` the sum of their RSS (a page two of them map, e.g. the weights file the server and a
+    model-memory probe both read, counts twice), `peak_pss` the sum of their PSS (each physical
+    page once, shared pages split among the processes that map them: what a host's memory
+    limit counts). PSS needs /proc/<pid>/smaps_rollup (Linux); elsewhere it stays 0."""
 
     def __init__(self, pid: int, every_s: float = 0.2):
-        self.proc, self.every_s, self.peak, self.phase_peak = psutil.Process(pid), every_s, 0.0, 0.0
+        self.proc, self.every_s = psutil.Process(pid), every_s
+        self.peak = self.phase_peak = self.peak_pss = self.phase_peak_pss = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
+    def _tree(self) -> list:
+        return [self.proc] + self.proc.children(recursive=True)
+
     def now(self) -> float:
         total = 0
-        for p in [self.proc] + self.proc.children(recursive=True):
+        for p in self._tree():
             try:
                 total += p.memory_info().rss
             except psutil.Error:
                 pass
         return total / 2**20
 
+    def now_pss(self) -> float:
+        total = 0
+        for p in self._tree():
+            try:
+                with open(f"/proc/{p.pid}/smaps_rollup") as f:
+                    total += next(int(line.split()[1]) for line in f if line.startswith("Pss:")) * 1024
+            except (OSError, StopIteration, ValueError):
+                pass
+        return total / 2**20
+
     def _run(self):
         while not self._stop.is_set():
             try:
-                now = self.now()
+                now, pss = self.now(), self.now_pss()
                 self.peak, self.phase_peak = max(self.peak, now), max(self.phase_peak, now)
+                self.peak_pss, self.phase_peak_pss = max(self.peak_pss, pss), max(self.phase_peak_pss, pss)
             except psutil.Error:
                 pass
             self._stop.wait(self.every_s)
 
     def phase(self) -> float:
-        """The peak since the last call (MB), and start a new phase."""
+        """The peak RSS since the last call (MB), and start a new phase (`phase_pss()` first for
+        the PSS peak of the same phase)."""
         peak, self.phase_peak = self.phase_peak, 0.0
+        return round(peak)
+
+    def phase_pss(self) -> float:
+        """The peak PSS since the last call (MB), and start a new PSS phase."""
+        peak, self.phase_peak_pss = self.phase_peak_pss, 0.0
         return round(peak)
 
     def stop(self) -> float:

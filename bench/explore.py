@@ -12,8 +12,9 @@ Each change is one visit (the page opened with that URL, as a student's changed 
 the page): seconds until the first Plotly chart arrived and until the page was complete (a
 script run finished with no st.progress bar left: the completion contract).
 Then thirty sessions at once, each a different page or prompt with one change: first-chart
-and complete p95, crashes, the server's peak RSS with its children, and whether each session's
-token views equal the ones that change showed alone.
+and complete p95, crashes, the server's peak RSS with its children (and their peak PSS: each
+physical page once, where the RSS sum counts a page two processes map twice), and whether each
+session's token views equal the ones that change showed alone.
 Goals (issue 29): one visitor, first figure <= 1 s and complete <= 2 s (p95), timing sweeps and
 runs over 1,000 tokens <= 10 s; thirty at once, first figure p95 <= 5 s, complete p95 <= 20 s,
 0 crashes, peak RSS <= 2.2 GB.
@@ -170,7 +171,7 @@ def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only:
         todo = cases(controls, pages)
         _say(f"{out['explore_prewarm']}; {len(todo)} changes, one visitor at a time")
         out["explore_load_avg_start"] = round(os.getloadavg()[0], 2)
-        rss.phase()
+        rss.phase(), rss.phase_pss()
         alone = []
         for page, what, query in ([] if class_only else todo):
             v = visit(url, page, query, timeout_s=VISIT_TIMEOUT_S, keep_texts=True, until_complete=True)
@@ -178,7 +179,7 @@ def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only:
             _say(f"{page} {what}: first chart {alone[-1]['first_chart_s']} s, complete {alone[-1]['complete_s']} s"
                  + (f" CRASHED {alone[-1]['why']}" if v.crashed else ""))
         if not class_only:
-            out["explore_one_peak_rss_mb"] = rss.phase()
+            out["explore_one_peak_rss_mb"], out["explore_one_peak_pss_mb"] = rss.phase(), rss.phase_pss()
             out.update(summary(alone, "explore_one"))
             out["explore_one_prompt_complete_median_s"] = round(statistics.median(
                 [r["complete_s"] for r in alone if r["change"].startswith("own prompt") and not r["crashed"]] or [0]), 2)
@@ -193,11 +194,12 @@ def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only:
         together = class_of(url, [(p, q) for p, _, q in mix], timeout_s=900, keep_texts=True, until_complete=True)
         rows = [row(p, w, v) for (p, w, _), v in zip(mix, together)]
         out.update(summary(rows, "explore_class"))
-        out["explore_class_peak_rss_mb"] = rss.phase()
+        out["explore_class_peak_rss_mb"], out["explore_class_peak_pss_mb"] = rss.phase(), rss.phase_pss()
         out["explore_class_crashes"] = [f"{r['page']} {r['change']}: {r['why']}" for r in rows if r["crashed"]][:5]
         out["explore_class_rows"] = rows
     finally:
         out["explore_peak_rss_mb"] = round(rss.stop())
+        out["explore_peak_pss_mb"] = round(rss.peak_pss)
         stop_server(proc)
         log.close()
         work.cleanup()
