@@ -197,21 +197,36 @@ class ConceptPage:
             st.markdown(f"📖 **{self.c('terms_here')}** {line}")
 
     def predict(self, name: str, question: str, options, answer, why: str, format_func=str) -> bool:
-        """Predict, then reveal (lib/ui/predict.py; in a live class lib/ui/live_predict.py).
+        """Predict, then reveal. Asks `question` with `options` in st.container(key="predict-<name>");
         `answer` (one of the options) must come from this run. Returns True once the visitor
         answered or clicked "Show me" (or the URL says `reveal=1`): draw the figure that
-        answers the question only then. Until then the question counts as this run's figure."""
-        from lib.ui import live_predict, predict
-
+        answers the question only then. The feedback says whether the guess was right and `why`."""
         options = list(options)
-        shown = live_predict.predict(self, name, question, options, answer, why, format_func)
-        if shown is None:                 # not in a live class (there the room counts, the lecturer reveals)
-            shown = predict.ask(self, name, question, options, answer, why, format_func)
-        if not shown:
-            # the question, from this run's results, answers the change for now: its later
-            # computations queue behind blank pages', and it holds no measurement back
-            memo.figure_drawn()
-        return shown
+        from lib.ui import live_predict
+
+        in_class = live_predict.predict(self, name, question, options, answer, why, format_func)
+        if in_class is not None:          # a live class: the room counts it, the lecturer reveals
+            return in_class
+        box = st.container(key=f"predict-{name}", border=True)
+        box.markdown(f"**🤔 {self.c('predict_title')}** {question}")
+        key = f"{self.slug}.predict.{name}"
+        guess = box.radio(self.c("predict_label"), options, index=None, key=key, format_func=format_func,
+                          horizontal=True, label_visibility="collapsed")
+        shown = st.session_state.get(key + ".shown", False) or self.reveal_all
+        if guess is None and not shown:
+            # a callback, not the button's return value: it survives the rerun that leaves
+            # Streamlit's pages-folder mode (lib/ui/boot.py) and AppTest sees it too
+            box.button(self.c("predict_show"), key=key + ".show", on_click=st.session_state.__setitem__,
+                       args=(key + ".shown", True))
+            box.caption(self.c("predict_hidden"))
+            return False
+        if guess is None:
+            box.info(self.c("predict_answer", answer=format_func(answer)) + " " + why)
+        elif guess == answer:
+            box.success(self.c("predict_right", answer=format_func(answer)) + " " + why)
+        else:
+            box.error(self.c("predict_wrong", answer=format_func(answer)) + " " + why)
+        return True
 
     def checks(self, results: list[CheckResult]) -> None:
         """Each check with its verdict, numbers, and what it was compared against; a
