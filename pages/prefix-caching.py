@@ -73,6 +73,7 @@ if page.predict("reuse", t("predict_reuse_q", nb=len(B), bs=bs), options, k_hit,
 st.subheader(t("time_title"))
 time_box = st.container()       # the timing's place: it runs alone, after everything else is drawn
 bar = time_box.progress(0.0, text=t("running", r=TIME_REPEATS))
+note = time_box.caption(t("browser_note"))     # item 5: the browser draws the figure below meanwhile
 n_keep = max(1, min(len(B) - 1, (len(B) - 1) // bs * bs))
 sh0 = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, 0)
 sh = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, shift)
@@ -96,6 +97,7 @@ else:
 
 res = runtime.cached(prefix_cache.reuse_vs_recompute)(m.engine, tuple(A), tuple(B), bs, TIME_REPEATS)
 bar.empty()
+note.empty()
 with time_box:
     names = [t("t_full", n=res.n_tokens), t("t_reuse", n=res.n_tokens - res.n_reused)]
     fig = plots.timing_figure(names, [res.t_full_s, res.t_reuse_s], {"title": t("time_fig_title", r=res.repeats),
