@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import re
 import secrets
-import time
 
 import streamlit as st
 
 from lib.classroom import codes
 from lib.classroom.errors import ClassroomError, UnknownRoom
-from lib.concepts.catalog import PAGES_DIR
-from lib.ui.i18n import LANG_PARAM, current_lang, texts
+from lib.ui.i18n import LANG_PARAM, texts
 
 ROOM_PARAM, KEY_PARAM, SID_PARAM = "room", "key", "s"
 PARAMS = frozenset({ROOM_PARAM, KEY_PARAM, SID_PARAM})
