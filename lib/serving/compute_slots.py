@@ -80,7 +80,8 @@ class Held:
         self._busy = False
 
     def _drawn(self) -> int:
-        return self.run[0] if isinstance(self.run, list) else 0
+        """Figures its script run has drawn so far (0 for nobody's work: `run` is None)."""
+        return 0 if self.run is None else self.run[0]
 
     def level(self) -> int:
         """The number it asked with, plus PER_FIGURE for every figure its script run drew since:
@@ -149,8 +150,9 @@ class ComputeSlots:
     def hold(self, priority: int = 0, background: bool = False, run=None):
         """Hold one slot for the `with` block; wait for it behind smaller priority numbers.
         `background`: the background pre-computation's (never ahead of a measurement); `run`:
-        whose work it is (never ahead of a measurement of the same run; None: nobody's), the
-        memo's script-run figure count [figures drawn], whose growth raises `Held.level`."""
+        whose work it is, as that script run's figure counter, a one-item list [figures drawn]
+        (the memo's `_run.drawn`; compared by identity: never ahead of a measurement of the same
+        run; its growth raises `Held.level`), or None for nobody's work."""
         self._acquire(priority, background, run)
         held = Held(self, priority, background, run)
         with self._cond:
