@@ -52,3 +52,42 @@ def test_the_generation_functions_are_marked():
 
     for fn in (generate.generate, generate.continuation, generate.greedy, generate.next_token_logits):
         assert getattr(fn, "joins_batches", False), fn.__name__
+
+
+def test_a_function_that_was_short_does_not_queue_behind_the_models_work():
+    """Issue 29: a first figure that needs a forward and then several short steps (a sweep over
+    temperatures, a softmax report) waits for a model slot once, not once per step. A function
+    whose last computations each took under SHORT_S has its own slots; one that took longer, or
+    that never ran in this server, queues for a model slot."""
+    def short(x):
+        return x + 1
+
+    def long_(x):
+        time.sleep(memo_module.SHORT_S + 0.05)
+        return x + 2
+
+    was, memo_module.STORE.enabled = memo_module.STORE.enabled, False
+    taken, short_memo, long_memo = [], _fresh(short), _fresh(long_)
+    try:
+        assert short_memo(1) == 2 and long_memo(1) == 3           # once each, with a slot free
+        while memo_module._workers.free:                         # every model slot busy
+            taken.append(memo_module._workers.hold())
+            taken[-1].__enter__()
+        out = {}
+        s = threading.Thread(target=lambda: out.setdefault("short", short_memo(10)), daemon=True)
+        s.start()
+        s.join(timeout=5)
+        assert out == {"short": 11}                              # ran at once in its own slots
+        unseen = threading.Thread(target=lambda: out.setdefault("unseen", _fresh(short)(1)), daemon=True)
+        longer = threading.Thread(target=lambda: out.setdefault("long", long_memo(10)), daemon=True)
+        unseen.start(), longer.start()
+        time.sleep(0.6)
+        assert set(out) == {"short"}                             # both wait for a model slot
+        while taken:
+            taken.pop().__exit__(None, None, None)
+        unseen.join(timeout=10), longer.join(timeout=10)
+        assert out == {"short": 11, "unseen": 2, "long": 12}
+    finally:
+        for held in taken:
+            held.__exit__(None, None, None)
+        memo_module.STORE.enabled = was
