@@ -15,9 +15,7 @@ an already computed reference run):
                          run with fewer figures on screen goes first: lib.serving.compute_slots) -- except
                          generations whose forwards join the engine's batches
                          (lib.decoding.batching.joins_batches): up to `LLM_LAB_BATCHED_WORKERS`
-                         (64) of them run side by side and share each batched step, and
-                         functions that took under SHORT_S each time, which have two slots
-                         of their own (SHORT_WORKERS) -- then
+                         (64) of them run side by side and share each batched step -- then
                          stored in memory, and on disk if `persist_if(provenance)` says so
                          (runtime.cached: every default state, and what took >= 1 s).
 A computation nobody wants any more stops between forward steps (lib.core.cancellation): the
@@ -33,7 +31,6 @@ sessions: treat them as read-only. Each script run collects where its results ca
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import os
@@ -61,13 +58,6 @@ _workers = ComputeSlots(WORKERS)
 # after another (2026-12-01, before the last memory fixes): 16 -> p95 53.8 s, 32 -> 39.2 s, 64 -> 30.9 s.
 BATCHED_WORKERS = int(os.environ.get("LLM_LAB_BATCHED_WORKERS", "64"))
 _batched_workers = ComputeSlots(BATCHED_WORKERS)
-# A function whose last computations in this server each took under SHORT_S (a figure's
-# arithmetic on a logits vector: a temperature sweep, a nucleus, a softmax report) has its own
-# two slots: it does not queue behind other pages' forward passes, so a first figure that needs
-# one forward and then several such steps waits for a slot once, not once per step. Two: they
-# still bound the transient memory; a function that took longer once queues with the rest again.
-SHORT_S, SHORT_WORKERS = 0.25, 2
-_short_workers = ComputeSlots(SHORT_WORKERS)
 
 
 @dataclass
@@ -180,8 +170,7 @@ def _first_figures_before_measuring(patience_s: float) -> None:
     held = getattr(_run, "held", None)
     if held is None or held.background:
         return
-    pools, mine, drawn = (_workers, _batched_workers, _short_workers), held.number(time.monotonic()), \
-        getattr(_run, "drawn", None)
+    pools, mine, drawn = (_workers, _batched_workers), held.number(time.monotonic()), getattr(_run, "drawn", None)
 
     def others_first() -> bool:
         return blank_pages.others(drawn) > 0 or any(p.ahead_of(held, mine) for p in pools)
@@ -206,15 +195,7 @@ class Memo:
         self.name = result_store.fn_name(fn)
         self.before_compute = before_compute      # e.g. background work yields to visitors here
         self.persist_if = persist_if              # prov -> write this computed result to disk? (None: always)
-        self.recent = collections.deque(maxlen=5)  # seconds of its last computations in this server
         functools.update_wrapper(self, fn)
-
-    def _workers(self) -> ComputeSlots:
-        """The slots it computes in: the batched pool's, the short functions' (SHORT_S), or the
-        model's."""
-        if getattr(self.fn, "joins_batches", False):
-            return _batched_workers
-        return _short_workers if self.recent and max(self.recent) < SHORT_S else _workers
 
     def __call__(self, *args, **kwargs):
         key = (tuple(self.key_of(a) for a in args),
@@ -265,12 +246,12 @@ class Memo:
             else:
                 outer = cancellation.current_probe()
                 wanted = None if outer is None else (lambda: flight.waiters > 0 or outer())
-                with cancellation.wanted_while(wanted), _slot(self._workers()):
+                with cancellation.wanted_while(wanted), \
+                        _slot(_batched_workers if getattr(self.fn, "joins_batches", False) else _workers):
                     t0 = time.perf_counter()
                     with model_work():
                         flight.value = self.fn(*args, **kwargs)
                     flight.prov = Provenance.now(time.perf_counter() - t0)
-                self.recent.append(flight.prov.seconds)
                 if flight.prov.seconds > 0.2:
                     trim_memory(unless_within_s=1.0)
                 stats["computed"] += 1
