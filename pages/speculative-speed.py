@@ -51,6 +51,8 @@ eos = tuple(m.spec.eos_ids)
 # drawn. Each draft is timed on its own (cached per draft): moving k re-times only the
 # early-exit draft, never the lookup draft or plain decoding.
 result_box = st.container()
+question = t("q_winner", w=t(f"work_{workload}"))
+ahead = result_box.info(t("q_ahead", q=question), icon="🤔")      # think about it while it measures
 bar = result_box.progress(0.0, text=t("progress_start"))
 note = result_box.caption(t("browser_note"))
 page.notice()
@@ -68,6 +70,7 @@ for i, g in enumerate(gammas):
         m.engine, prompt.ids, (d,), g, n_new, T, seed, subset, eos, plain)]
 bar.empty()
 note.empty()
+ahead.empty()
 shown = dict(zip((c.draft for c in by_gamma[gammas[0]]),        # the drafts' names, in the page's language
                  (t("draft_lookup", n=drafts[0][1]), t("draft_early", k=drafts[1][1]))))
 by_gamma = {g: [replace(c, draft=shown[c.draft]) for c in cs] for g, cs in by_gamma.items()}
@@ -82,7 +85,7 @@ lo, hi = best.speedup_range
 
 with result_box:
     # ---- the question, then the answer ---------------------------------------------------------------
-    if page.predict("winner", t("q_winner", w=t(f"work_{workload}")), ("speculate", "dont"),
+    if page.predict("winner", question, ("speculate", "dont"),
                     "speculate" if kind == "speculate" else "dont",       # a win within the noise is no win
                     t(f"q_winner_why_{kind}", d=best.draft, g=best.gamma, s=best.speedup, lo=lo, hi=hi),
                     format_func=lambda v: t(f"q_winner_{v}")):

@@ -37,3 +37,24 @@ def test_identical_sessions_see_identical_pages(fresh_server):
     out = class_of(fresh_server, [("temperature", "T=0.7")] * 6, timeout_s=1800, keep_texts=True)
     assert not [v for v in out if v.crashed]
     assert len(out[0].texts) > 5 and all(v.texts == out[0].texts for v in out)
+
+
+def test_a_timing_page_asks_its_question_before_it_measures(fresh_server):
+    """Issue 29: speculative-speed's question needs its timings for its answer, so it is asked
+    (with its radio) only after them; meanwhile the page states the question above its progress
+    bar, so a student thinks about it during the wait. A prompt no run has timed (in Indonesian:
+    the English texts are the same code): the note arrives before the verdict, and no bar is left."""
+    import urllib.parse
+
+    from bench.classroom import RUN_TAG
+    from lib.ui.i18n import load_texts
+
+    texts = load_texts("speculative-speed")["id"]
+    question = texts["q_winner"].format(w=texts["work_prompt"])
+    query = urllib.parse.urlencode({"lang": "id", "reveal": 1, "work": "prompt", "n": 8, "gammas": 2,
+                                    "prompt": f"{RUN_TAG} Pada suatu hari, di sebuah desa kecil"})
+    v = class_of(fresh_server, [("speculative-speed", query)], timeout_s=1800, keep_texts=True, until_complete=True)[0]
+    assert not v.crashed and v.progress_left == 0, (v.failure, v.exceptions)
+    ahead = [i for i, x in enumerate(v.texts) if x == texts["q_ahead"].format(q=question)]
+    verdict = [i for i, x in enumerate(v.texts) if x.startswith(texts["verdict_dont"].split("{")[0])]
+    assert ahead and verdict and ahead[0] < verdict[0], v.texts[:8]
