@@ -100,6 +100,9 @@ page.figure(fig, "attention_by_position", {"layer": layer_names,
 # first; the evaluation runs over the whole text (>= 1,000 tokens) with a progress bar.
 st.subheader(t("eval_section"))
 eval_box = st.container()
+sinks_q = t("predict_sinks_q", w=W, r=W - 4, n=N)      # asked below the scores; stated while they run
+asks = "window" in chosen and "s4" in chosen           # it compares these two policies
+ahead = eval_box.info(page.c("predict_ahead", q=sinks_q), icon="🤔") if asks else None
 bar = eval_box.progress(0.0, text=t("eval_waiting", n=len(policies), N=N))
 st.subheader(t("paper_section"))
 paper_box = st.container()
@@ -144,6 +147,8 @@ for i, p in enumerate(policies):
                      text=t("eval_running", i=i + 1, n=len(policies), name=name, done=done, total=total))
     results[name] = runtime.cached(streaming_eval.evaluate)(m.engine, ids, p, 128, stride, progress)
 bar.empty()
+if ahead is not None:
+    ahead.empty()
 with eval_box:
     st.caption(t("eval_caption", n=N, source=source_name, w=W))
 
@@ -154,7 +159,7 @@ with eval_box:
     show = True
     if rw is not None and rs is not None:
         pw_, ps_ = rw.perplexity(rw.positions >= W), rs.perplexity(rs.positions >= W)
-        show = page.predict("sinks", t("predict_sinks_q", w=W, r=W - 4, n=N), ("window", "sinks", "same"),
+        show = page.predict("sinks", sinks_q, ("window", "sinks", "same"),
                             "sinks" if pw_ > 1.1 * ps_ else "window" if ps_ > 1.1 * pw_ else "same",
                             t("predict_sinks_why", pw=pw_, ps=ps_, r=W - 4), format_func=lambda o: t(f"predict_sinks_{o}"))
     if show:

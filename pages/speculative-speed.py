@@ -52,7 +52,7 @@ eos = tuple(m.spec.eos_ids)
 # early-exit draft, never the lookup draft or plain decoding.
 result_box = st.container()
 question = t("q_winner", w=t(f"work_{workload}"))
-ahead = result_box.info(t("q_ahead", q=question), icon="🤔")      # think about it while it measures
+ahead = result_box.info(page.c("predict_ahead", q=question), icon="🤔")   # think about it while it measures
 bar = result_box.progress(0.0, text=t("progress_start"))
 note = result_box.caption(t("browser_note"))
 page.notice()

@@ -49,12 +49,12 @@ def test_a_timing_page_asks_its_question_before_it_measures(fresh_server):
     from bench.classroom import RUN_TAG
     from lib.ui.i18n import load_texts
 
-    texts = load_texts("speculative-speed")["id"]
+    texts, common = load_texts("speculative-speed")["id"], load_texts("common")["id"]
     question = texts["q_winner"].format(w=texts["work_prompt"])
     query = urllib.parse.urlencode({"lang": "id", "reveal": 1, "work": "prompt", "n": 8, "gammas": 2,
                                     "prompt": f"{RUN_TAG} Pada suatu hari, di sebuah desa kecil"})
     v = class_of(fresh_server, [("speculative-speed", query)], timeout_s=1800, keep_texts=True, until_complete=True)[0]
     assert not v.crashed and v.progress_left == 0, (v.failure, v.exceptions)
-    ahead = [i for i, x in enumerate(v.texts) if x == texts["q_ahead"].format(q=question)]
+    ahead = [i for i, x in enumerate(v.texts) if x == common["predict_ahead"].format(q=question)]
     verdict = [i for i, x in enumerate(v.texts) if x.startswith(texts["verdict_dont"].split("{")[0])]
     assert ahead and verdict and ahead[0] < verdict[0], v.texts[:8]
