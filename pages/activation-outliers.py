@@ -49,6 +49,9 @@ where = t(f"point_{point}") + f", {t('layer_word')} {layer}"
 # the re-runs it needs are the page's slow part and run last, after every figure that does not
 # depend on them is drawn -------------------------------------------------------------------------
 predict_box = st.container()
+n_clip = int((acts.abs() > clip_at).sum())
+clip_q = t("predict_q", n=n_clip, N=acts.numel(), pct=100 * n_clip / acts.numel(), thr=clip_at, where=where)
+ahead = predict_box.info(page.c("predict_ahead", q=clip_q), icon="🤔")    # asked here once the re-runs are done
 bar = predict_box.progress(0.0, text=t("inj_waiting"))
 
 top = int(cmax.argmax())
@@ -113,14 +116,12 @@ bar.progress(0.0, text=t("inj_running_one", i=1, n=len(ac.EXPERIMENTS), name=exp
 table = runtime.cached(ac.injection_rows, max_entries=16)(m.engine, prompt.ids, cap.hidden, acts, point, layer, bits,
                                                           group, clip_at, ac.EXPERIMENTS, _progress=progress)
 bar.empty()
+ahead.empty()
 clip_row = next(r for r in table if r.kind == "clip")
-n_clip = int((acts.abs() > clip_at).sum())
 rise = clip_row.effect.ppl_new / table[0].effect.ppl_ref - 1
 answer = "barely" if rise < 0.01 else "some" if rise < 0.10 else "lot"
 with predict_box:
-    revealed = page.predict("clip", t("predict_q", n=n_clip, N=acts.numel(), pct=100 * n_clip / acts.numel(),
-                                      thr=clip_at, where=where),
-                            ("barely", "some", "lot"), answer,
+    revealed = page.predict("clip", clip_q, ("barely", "some", "lot"), answer,
                             t("predict_why", p0=table[0].effect.ppl_ref, p1=clip_row.effect.ppl_new, r=100 * rise,
                               n=n_clip), format_func=lambda o: t(f"opt_{o}"))
 names = [exp_name(r.kind) for r in table]

@@ -46,6 +46,7 @@ policies += [kq.KVQuantPolicy(Q(16, "token"), Q(16, "token"), 0),          # 16-
              kq.KVQuantPolicy(Q(bits, gran), None, residual),               # keys only
              kq.KVQuantPolicy(None, Q(bits, gran), residual),               # values only
              kq.KVQuantPolicy(Q(bits, "channel"), Q(bits, "token"), residual)]  # KIVI-style
+ahead = st.info(page.c("predict_ahead", q=t("predict_q")), icon="🤔")   # asked below the runs; stated while they run
 bar = st.progress(0.0, text=t("running", n=len(policies), E=E, P=T - E))
 results_box = st.container()      # everything that needs the policies' runs
 keys_box = st.container()         # the key channels: the full-precision reference is enough
@@ -69,6 +70,7 @@ for part in (policies[:n_grid], policies[n_grid:]):        # the grid does not c
     runs += runtime.cached(kq.run_policies, max_entries=32)(m.engine, prompt.ids, E, tuple(part), _ref=report,
                                                              _progress=progress)
 bar.empty()
+ahead.empty()
 r16, r_k, r_v, r_kivi = runs[n_grid:]
 
 with results_box:

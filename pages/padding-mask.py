@@ -93,15 +93,18 @@ if page.predict("side", t("predict_side_q"), ("left", "right", "both", "none"), 
 # warm-up run first (lib.core.timing.measure). The runs that do not depend on the extra padding are
 # cached per prompts (measured once), so a new extra padding measures only its own padded run.
 st.subheader(t("time_title"))
+time_q = t("predict_time_q", k=int(extra), T=max(batch.lengths))     # asked below the timing; stated while it runs
+ahead = st.info(page.c("predict_ahead", q=time_q), icon="🤔")
 bar = st.progress(0.0, text=t("time_running", r=TIME_REPEATS))
 base = runtime.cached(padding.measure_times)(m.engine, prompts, pad_id, (0,), TIME_REPEATS)
 bar.progress(0.5, text=t("time_running", r=TIME_REPEATS))
 more = runtime.cached(padding.measure_times)(m.engine, prompts, pad_id, (int(extra),), TIME_REPEATS, True)
 bar.empty()
+ahead.empty()
 tm = padding.with_padded(base, more)
 tr, pr = padding.time_ratio(tm)
 slower = tr > checks.TIME_MIN_RATIO
-if page.predict("time", t("predict_time_q", k=int(extra), T=max(batch.lengths)), ("same", "longer"),
+if page.predict("time", time_q, ("same", "longer"),
                 "longer" if slower else "same",
                 t("predict_time_why_longer" if slower else "predict_time_why_same", tr=tr, pr=pr),
                 format_func=lambda o: t(f"predict_time_{o}")):

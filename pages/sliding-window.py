@@ -77,6 +77,9 @@ distances = tuple(sorted({d for d in (d_near, W // 2, W - 8, W + 8, 2 * W, 3 * W
 st.markdown(t("fact_intro", fact=FACT, source="GPL-3", question=QUESTION.strip().replace("\n", " "),
               answer=ANSWER.strip()))
 layouts = {own_name: cp.dense(), hybrid_name: cp.window(W, "local"), all_name: cp.window(W)}
+far = max(distances)
+fact_q = t("predict_fact_q", d=far, w=W, answer=ANSWER.strip())     # asked below the probe; stated while it runs
+ahead = st.info(page.c("predict_ahead", q=fact_q), icon="🤔")
 bar = st.progress(0.0, text=t("fact_running", n=len(distances)))
 results = {}
 for i, (name, policy) in enumerate(layouts.items()):
@@ -92,13 +95,13 @@ for i, (name, policy) in enumerate(layouts.items()):
 neutral = tuple(m.tokenizer(NEUTRAL, add_special_tokens=True)["input_ids"])
 p_ctrl, r_ctrl = runtime.cached(fact_distance.answer_prob_without_fact)(m.engine, probe, neutral, d_near)
 bar.empty()
+ahead.empty()
 marks = {t("fact_mark_w", w=W): W}
 if w_local and w_local <= max(distances):
     marks[t("fact_mark_local", w_local=w_local)] = w_local
-far = max(distances)
 hyb_rank = int(results[hybrid_name].rank[-1])
 ranks = {k: int(r.rank[-1]) + 1 for k, r in results.items()}
-if page.predict("fact", t("predict_fact_q", d=far, w=W, answer=ANSWER.strip()), ("top", "not_top"),
+if page.predict("fact", fact_q, ("top", "not_top"),
                 "top" if hyb_rank == 0 else "not_top",
                 t("predict_fact_why", d=far, own=ranks[own_name], hyb=ranks[hybrid_name], all=ranks[all_name],
                   p_own=float(results[own_name].prob[-1]), p_hyb=float(results[hybrid_name].prob[-1]),
