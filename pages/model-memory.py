@@ -30,8 +30,9 @@ page.section("controls")
 c1, c2, c3 = st.columns(3)
 ctx = page.state.select("ctx", t("ctx_label"), CONTEXTS, 4096, format_func=lambda n: t.num(n, ",d"), help=t("ctx_help"),
                         container=c1)
-batch = page.state.number_slider("batch", t("batch_label"), 1, 4, 1, help=t("batch_help"), container=c2)
-prefill = page.state.select("prefill", t("prefill_label"), (64, 128, 256), 128, container=c3)
+batch = page.state.number_slider("batch", t("batch_label"), probes.PREFILL_BATCHES[0], probes.PREFILL_BATCHES[-1],
+                                 probes.PREFILL_DEFAULT[0], help=t("batch_help"), container=c2)
+prefill = page.state.select("prefill", t("prefill_label"), probes.PREFILL_TOKENS, probes.PREFILL_DEFAULT[1], container=c3)
 st.caption(t("long_note"))
 
 # ---- the headline, predicted first --------------------------------------------------------------

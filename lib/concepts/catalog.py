@@ -27,6 +27,11 @@ class Concept:
     # The page's own experiment is declared long (CONCEPTS.md: first render may exceed 3 s;
     # then it shows progress, caches its results and says how long this run took).
     long: bool = False
+    # URL queries the server also computes in the background, after every page's default state:
+    # states whose answer is a fresh measuring process (model-memory's prefill probe, one per
+    # batch and prompt length). A class that moves those controls then starts no process, and
+    # a student's change answers from the results, which say when they were measured.
+    background: tuple[str, ...] = ()
 
     @property
     def page_file(self) -> Path:
@@ -56,7 +61,9 @@ CONCEPTS = (
     Concept(16, "chunked-prefill", "serving", "🧩", long=True),        # measured prefill/decode costs
     Concept(17, "kv-quantization", "quantization", "🗜️", long=True),   # every cache format, generated
     Concept(18, "activation-outliers", "quantization", "📈", long=True),  # quantized activations injected
-    Concept(19, "model-memory", "quantization", "💾", long=True),      # memory measured in subprocesses
+    Concept(19, "model-memory", "quantization", "💾", long=True,       # memory measured in subprocesses
+            background=tuple(f"batch={b}&prefill={n}" for b in (1, 2, 3, 4) for n in (64, 128, 256)
+                             if (b, n) != (1, 128))),                  # the probe's grid but its default
 )
 
 

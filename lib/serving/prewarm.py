@@ -1,7 +1,8 @@
 """Every page's default state, computed in the background once the server runs.
 
 A daemon thread acts as one visitor: it opens each page's default URL (English, then
-Indonesian, whose default prompt differs) through Streamlit's own websocket protocol against
+Indonesian, whose default prompt differs; then the few other states a concept names in
+`Concept.background`, model-memory's probe grid) through Streamlit's own websocket protocol against
 127.0.0.1 (lib.serving.page_visit), one page at a time, so each page's `runtime.cached` results are
 computed (or loaded from the cache folder) and kept, exactly as a student's visit would.
 It has the lowest priority and yields to visitors:
@@ -108,13 +109,15 @@ def yield_to_visitors(idle_s: float = 0.0) -> None:
 
 
 def default_visits() -> list[tuple[str, str]]:
-    """(page, query) of every concept (and teaching) page's default state, English first."""
+    """(page, query) of every concept (and teaching) page's default state, English first, then
+    the states a concept asks to have computed in the background too (`Concept.background`)."""
     from lib.concepts.catalog import CONCEPTS, PAGES_DIR
 
     pages = [c.slug for c in CONCEPTS if c.exists]
     # teaching pages (lessons, life of a token, glossary...): every other page file but home
     pages += sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem not in pages and p.stem != "home")
-    return [(p, "") for p in pages] + [(p, "lang=id") for p in pages]
+    extra = [(c.slug, q) for c in CONCEPTS if c.exists for q in c.background]
+    return [(p, "") for p in pages] + [(p, "lang=id") for p in pages] + extra
 
 
 def serving_here(port: int, wait_s: float = 30.0) -> bool:
@@ -153,7 +156,7 @@ def _run(base_url: str, port: int) -> None:
         if v.crashed:
             status["failed"].append(f"{page}?{query}: {v.failure or v.exceptions[:1] or 'not finished'}")
     status.update(state="done", seconds=time.perf_counter() - t0)
-    print(f"[prewarm] done: {status['done']} default states in {status['seconds']:.0f} s, "
+    print(f"[prewarm] done: {status['done']} states in {status['seconds']:.0f} s, "
           f"{len(status['failed'])} failed", flush=True)      # the benchmark waits for this line
 
 

@@ -45,6 +45,23 @@ def test_every_concept_page_is_prewarmed_in_both_languages():
             assert (c.slug, "") in visits and (c.slug, "lang=id") in visits
 
 
+def test_model_memorys_whole_probe_grid_is_measured_in_the_background():
+    """Every batch x prompt length the page offers is a prewarmed state (its default among the
+    default visits, the rest after them), so a class moving these controls starts no probe."""
+    from itertools import product
+    from urllib.parse import parse_qsl
+
+    from lib.concepts.model_memory import probes
+
+    visits = prewarm.default_visits()
+    grid = {(int(q["batch"]), int(q["prefill"])) for q in
+            (dict(parse_qsl(query)) for page, query in visits if page == "model-memory" and "batch" in query)}
+    assert ("model-memory", "") in visits and probes.PREFILL_DEFAULT not in grid
+    assert grid | {probes.PREFILL_DEFAULT} == set(product(probes.PREFILL_BATCHES, probes.PREFILL_TOKENS))
+    defaults = [i for i, (_, q) in enumerate(visits) if q in ("", "lang=id")]
+    assert max(defaults) < min(i for i, (_, q) in enumerate(visits) if "batch" in q)   # defaults first
+
+
 def test_a_visitor_needing_what_the_background_is_about_to_compute_is_not_blocked():
     """The deadlock seen in CI: the background visitor took a key's flight, then waited for
     visitors to finish; a visitor needing the same key waited for that flight forever."""

@@ -140,6 +140,14 @@ def measure_weights(spec) -> ProbeResult:
     return run_probe({"mode": "weights"}, RUNTIME_BYTES + 1.5 * largest)
 
 
+# The prefill probe's grid: every batch and prompt length the page offers (its default first).
+# The server measures them all in the background (lib.concepts.catalog: model-memory's
+# `background`), so a student moving these controls waits for no fresh process.
+PREFILL_BATCHES = (1, 2, 3, 4)
+PREFILL_TOKENS = (64, 128, 256)
+PREFILL_DEFAULT = (1, 128)
+
+
 def measure_prefill(spec, ids: tuple[int, ...], batch: int, layers: int = PREFILL_LAYERS) -> ProbeResult:
     """Measured peak of one prefill of `ids` at batch B through the first `layers` layers
     (weights memory-mapped, the prompt's own embedding rows, no LM head)."""
