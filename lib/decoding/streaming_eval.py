@@ -80,7 +80,7 @@ def nll_masked(engine, ids, policy: CachePolicy, chunk: int = 128, progress=None
     t0 = time.perf_counter()
     x = _check(ids).to(engine.device)                                       # (1, N)
     N = x.shape[1]
-    cache = PolicyReads(engine, engine.new_cache(1, capacity=N), policy)   # attention reads only what it may
+    cache = PolicyReads(engine, None, policy)   # attention reads only what it may; keeps only what it still can
     hooks = policy_hooks(engine, cache, policy)
     out, waiting, first = [], [], 0          # final hidden states not yet through the LM head
     report(progress, 0, N - 1)

@@ -245,15 +245,21 @@ def test_policy_reads_hands_attention_only_the_keys_it_may_read(eng_w8, policy):
     text = torch.tensor([ids(n, seed=11)])
     plain = eng_w8.new_cache(1, n)
     whole = eng_w8.forward(text, plain, hooks=policy_hooks(eng_w8, plain, policy), logits="none")   # (1, n, D)
-    reads = PolicyReads(eng_w8, eng_w8.new_cache(1, n), policy)
-    hooks = policy_hooks(eng_w8, reads, policy)
-    parts = [eng_w8.forward(text[:, s:s + chunk], reads, hooks=hooks, logits="none") for s in range(0, n, chunk)]
-    torch.testing.assert_close(torch.cat(parts, 1), whole, rtol=1e-4, atol=1e-4)
-    first = n - chunk                                       # the last chunk's first query
-    for l in range(eng_w8.spec.n_layers):
-        own = 8 if l < 5 else None
-        windowed = policy.kind != "dense" and (policy.layers == "all" or own is not None)
-        reach = min([w for w in (policy.window if windowed else None, own) if w is not None], default=None)
-        sinks = policy.sinks if windowed else 0
-        want = list(range(n)) if reach is None else list(range(sinks)) + list(range(first - reach + 1, n))
-        assert reads.positions(l)[0].tolist() == want, l
+    for kept in (eng_w8.new_cache(1, n), None):             # every entry kept / only what is still readable
+        reads = PolicyReads(eng_w8, kept, policy)
+        hooks = policy_hooks(eng_w8, reads, policy)
+        parts = [eng_w8.forward(text[:, s:s + chunk], reads, hooks=hooks, logits="none") for s in range(0, n, chunk)]
+        torch.testing.assert_close(torch.cat(parts, 1), whole, rtol=1e-4, atol=1e-4)
+        first = n - chunk                                   # the last chunk's first query
+        held = 0
+        for l in range(eng_w8.spec.n_layers):
+            own = 8 if l < 5 else None
+            windowed = policy.kind != "dense" and (policy.layers == "all" or own is not None)
+            reach = min([w for w in (policy.window if windowed else None, own) if w is not None], default=None)
+            sinks = policy.sinks if windowed else 0
+            want = list(range(n)) if reach is None else list(range(sinks)) + list(range(first - reach + 1, n))
+            assert reads.positions(l)[0].tolist() == want, l
+            held += n if reach is None else min(n, sinks + reach - 1)     # what a next chunk could still read
+        if kept is None:                                    # it holds that and nothing more
+            per_entry = 2 * eng_w8.spec.n_kv_heads * eng_w8.spec.head_dim * 4
+            assert reads.nbytes() == held * per_entry, (reads.nbytes(), held * per_entry)

@@ -31,44 +31,84 @@ class PolicyReads:
     evaluation: window 32 17.9 -> 13.9 s, 4 sinks + 28 19.4 -> 14.4 s, dense (the model's
     512-token local windows) 17.0 -> 15.0 s (docs/BENCHMARKS.md, 2026-12-05 evening).
     Use it as the engine's cache and give it to `policy_hooks` (its keys / positions are the
-    entries handed out last). Built for a fresh cache filled in one pass from position 0."""
+    entries handed out last). Built for a fresh cache filled in one pass from position 0.
 
-    def __init__(self, engine, cache: KVCache, policy: CachePolicy):
-        self.cache, self.n_layers = cache, cache.n_layers
+    `cache`: a KVCache that keeps every entry, for a caller that crops it and runs on (the
+    sliding-window page's fact probe). None: PolicyReads keeps, per layer, only what a later
+    chunk can still read (the sinks and the last reach - 1 positions): a streaming evaluation
+    of 4,096 tokens then holds 3 global layers' whole K/V and ~640 entries of each other layer
+    under dense (45 MB instead of 151 MB), a few hundred entries per layer under a window."""
+
+    def __init__(self, engine, cache: KVCache | None, policy: CachePolicy):
         spec = engine.spec
+        self.cache, self.n_layers = cache, spec.n_layers
         self._reach, self._sinks = [], []
         for l in range(spec.n_layers):
             limits = [w for w in (policy_window(policy, spec, l), spec.windows[l]) if w is not None]
             self._reach.append(min(limits) if limits else None)       # None: the whole past
             self._sinks.append(policy.sinks if policy_window(policy, spec, l) is not None else 0)
         self._handed: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        self._kept: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}   # cache None: per layer
+        self._next = 0
 
     @property
     def next_position(self) -> int:
-        return self.cache.next_position
+        return self._next if self.cache is None else self.cache.next_position
 
     def advance(self, positions: torch.Tensor) -> None:
-        self.cache.advance(positions)
+        if self.cache is None:
+            self._next = int(positions.max()) + 1
+        else:
+            self.cache.advance(positions)
 
     def nbytes(self) -> int:
+        if self.cache is None:
+            return sum(k.nbytes + v.nbytes for k, v, _ in self._kept.values())
         return self.cache.nbytes()
 
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor):
         """Store the chunk's entries; return (keys, values, positions) of the readable ones:
         positions 0..S-1 (the sinks) and first - reach + 1 .. the chunk's last."""
-        keys, values, k_pos = self.cache.append(layer, k, v, pos)          # (B, Hkv, n, d), (B, n)
-        n, first, reach = k_pos.shape[1], int(pos[0, 0]), self._reach[layer]
-        if int(k_pos[0, -1]) != n - 1:
-            raise ValueError("PolicyReads needs entries at positions 0, 1, 2, ... in order")
-        lo, s = (0 if reach is None else max(first - reach + 1, 0)), self._sinks[layer]
-        if lo <= s:                                   # the sinks and the recent keys touch
-            out = keys, values, k_pos
-        elif s == 0:                                  # one contiguous stretch: views, no copy
-            out = keys[:, :, lo:], values[:, :, lo:], k_pos[:, lo:]
-        else:                                         # sinks, then the recent stretch
-            out = tuple(torch.cat([x[..., :s, :], x[..., lo:, :]], dim=-2) for x in (keys, values)) + (
-                torch.cat([k_pos[:, :s], k_pos[:, lo:]], dim=1),)
+        first, reach, s = int(pos[0, 0]), self._reach[layer], self._sinks[layer]
+        lo = 0 if reach is None else max(first - reach + 1, 0)
+        if self.cache is None:
+            out = self._append_kept(layer, k, v, pos, lo, s)
+        else:
+            out = self._read_whole(layer, *self.cache.append(layer, k, v, pos), lo, s)
         self._handed[layer] = out
+        return out
+
+    @staticmethod
+    def _read_whole(layer, keys, values, k_pos, lo: int, s: int):
+        """The readable entries of a cache holding every position 0..n-1 in order: views where
+        they are one stretch."""
+        if int(k_pos[0, -1]) != k_pos.shape[1] - 1:
+            raise ValueError("PolicyReads needs entries at positions 0, 1, 2, ... in order")
+        if lo <= s:                                   # the sinks and the recent keys touch
+            return keys, values, k_pos
+        if s == 0:                                    # one contiguous stretch: views, no copy
+            return keys[:, :, lo:], values[:, :, lo:], k_pos[:, lo:]
+        return tuple(torch.cat([x[..., :s, :], x[..., lo:, :]], dim=-2) for x in (keys, values)) + (
+            torch.cat([k_pos[:, :s], k_pos[:, lo:]], dim=1),)                 # sinks, then the recent stretch
+
+    def _append_kept(self, layer, k, v, pos, lo: int, s: int):
+        """Kept entries + the chunk; hand out the readable ones and keep, for the next chunk
+        (its first query at last + 1), the sinks and positions from last + 2 - reach on."""
+        if layer in self._kept:
+            kk, kv, kp = self._kept[layer]
+            keys, values, k_pos = torch.cat([kk, k], dim=2), torch.cat([kv, v], dim=2), torch.cat([kp, pos], dim=1)
+        else:
+            if int(pos[0, 0]) != 0:
+                raise ValueError("PolicyReads needs entries at positions 0, 1, 2, ... in order")
+            keys, values, k_pos = k, v, pos
+        reach, p = self._reach[layer], k_pos[0]                                  # (n,) text positions
+        if reach is None:
+            self._kept[layer] = keys, values, k_pos
+            return keys, values, k_pos
+        read = (p < s) | (p >= lo)
+        out = (keys, values, k_pos) if bool(read.all()) else (keys[:, :, read], values[:, :, read], k_pos[:, read])
+        keep = (p < s) | (p >= int(p[-1]) + 2 - reach)
+        self._kept[layer] = keys[:, :, keep], values[:, :, keep], k_pos[:, keep]
         return out
 
     def keys(self, layer: int) -> torch.Tensor:
