@@ -36,13 +36,13 @@ def option(argv: list[str], name: str, default: str) -> str:
     return default
 
 
-def wake(base: str, proc: subprocess.Popen, timeout_s: float = 300.0) -> bool:
+def wake(base: str, timeout_s: float = 300.0) -> bool:
     """Wait until the server at `base` answers its health check, then run the home page once
-    as the background visitor. False if the server never answered or exited first."""
+    as the background visitor. False if the server never answered."""
     from lib.serving.page_visit import PREWARM_HEADER, visit
 
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and proc.poll() is None:
+    while time.monotonic() < deadline:
         try:
             urllib.request.urlopen(base + "/_stcore/health", timeout=2)
             break
@@ -66,9 +66,18 @@ def main(argv: list[str]) -> int:
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP), *argv], start_new_session=True)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda number, frame: proc.send_signal(number) if proc.poll() is None else None)
-    threading.Thread(target=wake, args=(base, proc), name="wake", daemon=True).start()
-    return proc.wait()
+    # The wake-up visit runs in a short-lived process of its own: its imports (the websocket
+    # client, Streamlit's messages: ~50 MB) leave with it instead of staying in this process,
+    # which only waits, for as long as the server runs.
+    waker = subprocess.Popen([sys.executable, "-m", "lib.serving.serve", "--wake", base], cwd=APP.parent)
+    threading.Thread(target=waker.wait, name="wake", daemon=True).start()     # reaped when it ends
+    code = proc.wait()
+    if waker.poll() is None:
+        waker.terminate()
+    return code
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--wake"]:
+        sys.exit(0 if wake(sys.argv[2]) else 1)
     sys.exit(main(sys.argv[1:]))
