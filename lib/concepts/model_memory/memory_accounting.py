@@ -55,24 +55,31 @@ def kv_cache_bytes(spec, tokens: int, batch: int = 1, bytes_per_element: int = 4
     return total
 
 
-MATMUL_SCRATCH = 2 * MiB   # the math library's packing buffers inside a prefill's matrix products (measured ~2 MiB)
+MATMUL_SCRATCH_PER_ROW = 1920   # bytes per row: oneDNN's buffer in the MLP's down product (1.88 MiB measured for 1,024 rows)
 
 
 def prefill_activation_bytes(spec, batch: int, tokens: int, bytes_per_element: int = 4,
                              logits: bool = True) -> float:
     """The largest set of activations alive at once in a prefill of T tokens, as
     lib/core/engine.py computes it: the larger of
-    - inside a layer: max( MLP: [gate | up] out (2 x B T I), gelu(gate), gelu(gate) * up
-      (4 x B T I in all), attention: scaled scores, masked scores, probs (3 x B H T T) + bool
-      masks (3 x B T T) ) plus the residual stream, its norm and the hooks' inputs (4 x B T D),
-      q/k/v (B T (H + 2K) d) and the math library's packing buffers (MATMUL_SCRATCH);
-    - with `logits`, at the LM head: the stream plus the last position's logits, twice (2 x B V:
-      the column-blocked product and its reordering into one row, lib/core/vocab_matrix.py)."""
+    - inside a layer, at the end of its MLP: max( MLP: [gate | up] out (2 x B T I), gelu(gate),
+      gelu(gate) * up (4 x B T I in all), attention: scaled scores, masked scores, probs
+      (3 x B H T T) + bool masks (3 x B T T) ) plus what the layer still holds then: its input,
+      the attention's output, the residual, its norm, the MLP's output and the sum (6 x B T D),
+      the q/k/v product (B T (H + 2K) d), q and k after RoPE (B T (H + K) d), RoPE's cos and
+      sin (2 x B T d), and the math library's buffer for the down product (per row);
+    - with `logits`, at the LM head: the residual stream, its norm and the hooks' inputs
+      (4 x B T D), q/k/v, plus the last position's logits, twice (2 x B V: the column-blocked
+      product and its reordering into one row, lib/core/vocab_matrix.py).
+    Measured in a fresh process (the model-memory page's prefill probe), B x T from 64 to 1,024:
+    ~78 KB per batch x token, this formula 75.7 KB plus the KV cache the layers wrote."""
     B, T, e = batch, tokens, bytes_per_element
+    H, K, d, D = spec.n_heads, spec.n_kv_heads, spec.head_dim, spec.hidden
     mlp = 4 * B * T * spec.intermediate * e
-    attn = 3 * B * spec.n_heads * T * T * e + 3 * B * T * T
-    stream = 4 * B * T * spec.hidden * e + B * T * (spec.n_heads + 2 * spec.n_kv_heads) * spec.head_dim * e
-    layer = max(mlp, attn) + stream + MATMUL_SCRATCH
+    attn = 3 * B * H * T * T * e + 3 * B * T * T
+    held = B * T * (6 * D + (H + 2 * K) * d + (H + K) * d + 2 * d) * e
+    layer = max(mlp, attn) + held + MATMUL_SCRATCH_PER_ROW * B * T
+    stream = 4 * B * T * D * e + B * T * (H + 2 * K) * d * e
     return max(layer, stream + 2 * B * spec.vocab * e) if logits else layer
 
 
