@@ -71,8 +71,8 @@ def prefill_activation_bytes(spec, batch: int, tokens: int, bytes_per_element: i
     - with `logits`, at the LM head: the residual stream, its norm and the hooks' inputs
       (4 x B T D), q/k/v, plus the last position's logits, twice (2 x B V: the column-blocked
       product and its reordering into one row, lib/core/vocab_matrix.py).
-    Measured in a fresh process (the model-memory page's prefill probe), B x T from 64 to 1,024:
-    ~78 KB per batch x token, this formula 75.7 KB plus the KV cache the layers wrote."""
+    Measured in a fresh process (the model-memory page's prefill probe, six layers), B x T from
+    64 to 1,024: ~78 KB per batch x token; this formula plus those layers' KV cache: 75.7 KB."""
     B, T, e = batch, tokens, bytes_per_element
     H, K, d, D = spec.n_heads, spec.n_kv_heads, spec.head_dim, spec.hidden
     mlp = 4 * B * T * spec.intermediate * e

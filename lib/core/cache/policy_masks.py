@@ -74,12 +74,12 @@ class PolicyReads:
         if self.cache is None:
             out = self._append_kept(layer, k, v, pos, lo, s)
         else:
-            out = self._read_whole(layer, *self.cache.append(layer, k, v, pos), lo, s)
+            out = self._read_whole(*self.cache.append(layer, k, v, pos), lo, s)
         self._handed[layer] = out
         return out
 
     @staticmethod
-    def _read_whole(layer, keys, values, k_pos, lo: int, s: int):
+    def _read_whole(keys, values, k_pos, lo: int, s: int):
         """The readable entries of a cache holding every position 0..n-1 in order: views where
         they are one stretch."""
         if int(k_pos[0, -1]) != k_pos.shape[1] - 1:
