@@ -216,10 +216,37 @@ def test_generate_on_our_engine_equals_hf_generate_and_our_search(tiny):
     hf, eng = tiny
     for prompt, eos, nb, alpha, es in CASES[:5]:
         theirs = generate_beam_search(eng, prompt, nb, MAX_NEW, eos, alpha, es)
-        assert theirs[0] == hf_generate(hf, prompt, nb, alpha, es, eos)[0], (prompt, nb, alpha, es)
+        hf_tokens, hf_score = hf_generate(hf, prompt, nb, alpha, es, eos)
+        assert theirs[0] == hf_tokens, (prompt, nb, alpha, es)
+        assert theirs[1] == pytest.approx(hf_score, abs=1e-4), (prompt, nb, alpha, es)
         rec = beam_search(eng, prompt, nb, MAX_NEW, eos_ids=eos, run_to_max=True)
         s = select(rec, alpha, es)
         assert (rec.hypotheses[s.best].tokens, s.score) == theirs, (prompt, nb, alpha, es)
+
+
+def test_the_score_read_off_the_finished_beams_is_transformers_sequences_scores(tiny):
+    """The adapters run `_beam_search` without output_scores (which would keep every step's
+    log-probs) and read the finished beams' scores instead: exactly `sequences_scores` of the
+    same search with output_scores=True."""
+    from transformers import GenerationConfig
+    from transformers.generation.logits_process import LogitsProcessorList
+    from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria, StoppingCriteriaList
+
+    from lib.concepts.beam_search.beam_search_hf import EngineBackend, _ForGeneration
+
+    _, eng = tiny
+    for prompt, eos, nb, alpha, es in CASES[:4]:
+        P = len(prompt)
+        cfg = GenerationConfig(num_beams=nb, length_penalty=alpha, early_stopping=es, max_length=P + MAX_NEW,
+                               do_sample=False, return_dict_in_generate=True, output_scores=True)
+        cfg._eos_token_tensor, cfg._pad_token_tensor = torch.tensor(sorted(eos)), None
+        model = _ForGeneration(EngineBackend(eng))
+        out = model._beam_search(torch.tensor([list(prompt)] * nb), LogitsProcessorList(),
+                                 StoppingCriteriaList([MaxLengthCriteria(P + MAX_NEW), EosTokenCriteria(sorted(eos))]),
+                                 cfg, use_cache=True)
+        assert len(out.scores) > 1                      # with output_scores it kept every step's log-probs
+        assert float(model.finished_scores[0, 0]) == float(out.sequences_scores[0]), (prompt, nb, alpha, es)
+    assert transformers_beam_search(eng, prompt, nb, MAX_NEW, alpha, es, eos)[1] == float(out.sequences_scores[0])
 
 
 def test_step_events_tell_each_step(tiny):

@@ -83,7 +83,22 @@ class _Out:
     logits: torch.Tensor  # (B, 1, V)
 
 
-class _ForGeneration(GenerationMixin):
+class _KeepsFinishedScores:
+    """Reads the finished beams' scores where transformers' `_beam_search` updates them.
+
+    `sequences_scores` comes back only with `output_scores=True`, which also makes transformers
+    keep a (beams, V) float32 copy of every step's log-probs (4 beams x 16 steps: 64 MB) that
+    nothing here reads. The search runs without it; `finished_scores[:, 0]` is the very tensor
+    `_beam_search` returns as `sequences_scores` (the best finished beam's score, per batch row)."""
+    finished_scores = None        # (batch, num_beams), best first
+
+    def _update_finished_beams(self, **kwargs):
+        sequences, beam_scores, beam_indices, is_sent_finished = super()._update_finished_beams(**kwargs)
+        self.finished_scores = beam_scores
+        return sequences, beam_scores, beam_indices, is_sent_finished
+
+
+class _ForGeneration(_KeepsFinishedScores, GenerationMixin):
     """Just enough of a transformers model for `_beam_search`: forward, prefill, cache reorder."""
 
     class _Config:
@@ -121,14 +136,14 @@ def transformers_beam_search(backend, prompt_ids, num_beams: int, max_new_tokens
     cfg = GenerationConfig(num_beams=num_beams, length_penalty=float(length_penalty),
                            early_stopping=early_stopping, max_length=P + max_new_tokens,
                            num_return_sequences=1, do_sample=False,
-                           return_dict_in_generate=True, output_scores=True)
+                           return_dict_in_generate=True)
     ends = sorted(set(int(e) for e in eos_ids))
     cfg._eos_token_tensor = torch.tensor(ends) if ends else None
     cfg._pad_token_tensor = None
     criteria = [MaxLengthCriteria(P + max_new_tokens)] + ([EosTokenCriteria(ends)] if ends else [])
-    out = _ForGeneration(backend)._beam_search(ids, LogitsProcessorList(), StoppingCriteriaList(criteria),
-                                               cfg, use_cache=True)
-    return tuple(out.sequences[0, P:].tolist()), float(out.sequences_scores[0])
+    model = _ForGeneration(backend)
+    out = model._beam_search(ids, LogitsProcessorList(), StoppingCriteriaList(criteria), cfg, use_cache=True)
+    return tuple(out.sequences[0, P:].tolist()), float(model.finished_scores[0, 0])
 
 
 class _EngineConfig(PretrainedConfig):
@@ -141,7 +156,7 @@ class _GenOut(ModelOutput):
     cache: object = None
 
 
-class EngineForGenerate(PreTrainedModel, GenerationMixin):
+class EngineForGenerate(_KeepsFinishedScores, PreTrainedModel, GenerationMixin):
     """A transformers model whose forward is the engine (EngineBackend) and whose cache is the
     engine's KVCache, passed through `generate`'s model_kwargs under the name "cache". It has
     no parameters of its own; `generate` reorders the cache rows through `_reorder_cache`."""
@@ -197,7 +212,7 @@ def generate_beam_search(engine: Engine, prompt_ids, num_beams: int, max_new_tok
     model = EngineForGenerate(engine, ids.shape[1] + max_new_tokens + 1, backend)
     greedy = num_beams == 1
     beam_args = {} if greedy else dict(num_beams=num_beams, length_penalty=float(length_penalty),
-                                       early_stopping=early_stopping, output_scores=True)
+                                       early_stopping=early_stopping)
     out = model.generate(ids, do_sample=False, max_new_tokens=max_new_tokens, num_return_sequences=1,
                          eos_token_id=ends or None, pad_token_id=ends[0] if ends else 0,
                          return_dict_in_generate=True, output_logits=greedy, **beam_args)
@@ -208,7 +223,7 @@ def generate_beam_search(engine: Engine, prompt_ids, num_beams: int, max_new_tok
             toks = toks[:i + 1]
             break
     if not greedy:
-        return tuple(toks), float(out.sequences_scores[0])
+        return tuple(toks), float(model.finished_scores[0, 0])
     total = torch.zeros((), dtype=torch.float32)
     for tok, row in zip(toks, out.logits):                                        # row (1, V)
         total = total + torch.log_softmax(row[0].float().cpu(), dim=-1)[tok]
