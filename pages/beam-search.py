@@ -7,7 +7,8 @@ import streamlit as st
 from lib.ui import runtime
 from lib.concepts.beam_search import beam_rerank, beam_search, beam_steps, checks
 from lib.decoding import generate
-from lib.concepts.beam_search.beam_search_hf import generate_beam_search, replays, search_record
+from lib.concepts.beam_search.beam_search_hf import generate_beam_search
+from lib.concepts.beam_search.replay import replays, search_record
 from lib.concepts.beam_search import figures as plots
 from lib.decoding.sampling import SamplingConfig
 from lib.decoding.stop_tokens import STOP_KINDS, end_token_ids

@@ -7,7 +7,8 @@ import torch
 
 from lib.concepts.beam_search import beam_rerank, checks
 from lib.concepts.beam_search import beam_search as bs
-from lib.concepts.beam_search.beam_search_hf import generate_beam_search, search_with_parity
+from lib.concepts.beam_search.beam_search_hf import generate_beam_search
+from lib.concepts.beam_search.replay import search_with_parity
 from lib.decoding.stop_tokens import end_token_ids
 
 pytestmark = pytest.mark.real_model

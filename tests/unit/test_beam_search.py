@@ -270,7 +270,8 @@ def test_step_events_tell_each_step(tiny):
 
 def test_page_checks_all_pass_on_a_tiny_search_and_fail_on_a_wrong_winner(tiny):
     from lib.concepts.beam_search import checks
-    from lib.concepts.beam_search.beam_search_hf import generate_beam_search, search_with_parity
+    from lib.concepts.beam_search.beam_search_hf import generate_beam_search
+    from lib.concepts.beam_search.replay import search_with_parity
 
     _, eng = tiny
     rec, replays = search_with_parity(eng, P1, 3, MAX_NEW, E1, checks.PARITY_ALPHAS, checks.PARITY_MODES)
@@ -293,7 +294,8 @@ def test_one_beam_is_greedy_search_and_its_checks_run(tiny):
     and the page's checks pass (and still fail on a wrong winner)."""
     from lib.concepts.beam_search import checks
     from lib.concepts.beam_search.beam_search import sequence_logprobs
-    from lib.concepts.beam_search.beam_search_hf import generate_beam_search, search_with_parity
+    from lib.concepts.beam_search.beam_search_hf import generate_beam_search
+    from lib.concepts.beam_search.replay import search_with_parity
     from lib.decoding.generate import greedy
 
     hf, eng = tiny
@@ -385,7 +387,7 @@ def test_record_then_replays_equal_search_with_parity(tiny, beams):
     """The page takes the record first (its figures) and the replays later, in the background
     (issue 29): the same record and the same replays as one search_with_parity, whether the
     replays find the search's logits table still held or have to run the search again."""
-    from lib.concepts.beam_search import beam_search_hf as H
+    from lib.concepts.beam_search import replay as H
     from lib.concepts.beam_search import checks
 
     _, eng = tiny
