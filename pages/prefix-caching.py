@@ -75,8 +75,8 @@ time_box = st.container()       # the timing's place: it runs alone, after every
 bar = time_box.progress(0.0, text=t("running", r=TIME_REPEATS))
 note = time_box.caption(t("browser_note"))     # item 5: the browser draws the figure below meanwhile
 n_keep = max(1, min(len(B) - 1, (len(B) - 1) // bs * bs))
-sh0 = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, 0)
-sh = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, shift)
+kv = runtime.cached(prefix_cache.prefix_kv)(m.engine, tuple(B), n_keep)     # shared by every shift
+sh = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, shift, _prefix=kv)
 
 st.subheader(t("shift_title"))
 tok = lambda i: token_texts(m.tokenizer, [i])[0]  # noqa: E731
@@ -95,6 +95,7 @@ else:
         a_txt, b_txt = f"{a_txt} (id {sh.top_reuse})", f"{b_txt} (id {sh.top_recompute})"
     st.markdown(t("shift_line_diff", k=n_keep, shift=shift, d=sh.max_abs_diff, a=a_txt, b=b_txt))
 
+sh0 = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B), n_keep, 0, _prefix=kv)  # for the checks
 res = runtime.cached(prefix_cache.reuse_vs_recompute)(m.engine, tuple(A), tuple(B), bs, TIME_REPEATS)
 bar.empty()
 note.empty()
@@ -114,7 +115,7 @@ with time_box:
 page.notice()
 page.checks(checks.page_checks(res, sh0, sh, lcp, len(B), bs, t) + [checks.chain_check(A, B, bs, t)])
 page.try_this()
-page.code(prefix_cache.match_blocks, block_hashes, prefix_cache.reuse_vs_recompute,
+page.code(prefix_cache.match_blocks, block_hashes, prefix_cache.reuse_vs_recompute, prefix_cache.prefix_kv,
           prefix_cache.reuse_at_shifted_positions)
 page.sources()
 page.finish()

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from lib.model.from_transformers import engine_from_hf
-from lib.concepts.prefix_caching.prefix_cache import common_prefix_len, match_blocks, reuse_at_shifted_positions, reuse_vs_recompute, token_diff
+from lib.concepts.prefix_caching.prefix_cache import common_prefix_len, match_blocks, prefix_kv, reuse_at_shifted_positions, reuse_vs_recompute, token_diff
 from tests.conftest import tiny_gemma3
 
 
@@ -45,6 +45,17 @@ def test_reuse_at_shifted_positions_is_wrong(eng):
     x = ids(30, 3)
     assert reuse_at_shifted_positions(eng, x, 20, 0).max_abs_diff <= 1e-5
     assert reuse_at_shifted_positions(eng, x, 20, 7).max_abs_diff > 1e-2
+
+
+def test_one_prefix_cache_serves_every_shift_and_is_left_as_it_was(eng):
+    x = ids(30, 4)
+    kv = prefix_kv(eng, x, 20)
+    assert kv.length(0) == 20
+    for shift in (0, 7):
+        shared = reuse_at_shifted_positions(eng, x, 20, shift, _prefix=kv)
+        alone = reuse_at_shifted_positions(eng, x, 20, shift)
+        assert shared == alone
+    assert kv.length(0) == 20 and kv.next_position == 20      # each shift continued a clone
 
 
 def test_expected_reuse_counts_whole_blocks_and_never_the_last_one():

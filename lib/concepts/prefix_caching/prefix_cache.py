@@ -119,16 +119,23 @@ class ShiftResult:
 TOP_SHOWN = 6
 
 
-def reuse_at_shifted_positions(engine, ids, n_reuse: int, shift: int) -> ShiftResult:
+def prefix_kv(engine, ids, n_reuse: int):
+    """What a text-keyed cache holds for ids[:n_reuse]: their K/V computed at positions
+    0 … n_reuse-1 (a KVCache; one per prompt, shared by every shift, which only clones it)."""
+    cache = engine.new_cache(capacity=len(ids))
+    engine.forward(torch.tensor([[int(t) for t in ids[:n_reuse]]], device=engine.device), cache, logits="none")
+    return cache
+
+
+def reuse_at_shifted_positions(engine, ids, n_reuse: int, shift: int, _prefix=None) -> ShiftResult:
     """The request holds `ids` at positions shift, shift+1, …; a text-keyed cache hands it
-    the K/V of ids[:n_reuse] computed at positions 0 … n_reuse-1. Continue the rest at the
-    request's true positions and compare with a recompute at those positions.
-    (shift = 0 is ordinary, correct reuse.)"""
+    the K/V of ids[:n_reuse] computed at positions 0 … n_reuse-1 (`_prefix`: prefix_kv's
+    cache, computed here when not given). Continue the rest at the request's true positions
+    and compare with a recompute at those positions. (shift = 0 is ordinary, correct reuse.)"""
     ids = [int(t) for t in ids]
     n = len(ids)
     dev = engine.device
-    cache = engine.new_cache(capacity=n)
-    engine.forward(torch.tensor([ids[:n_reuse]], device=dev), cache, logits="none")       # positions 0..n_reuse-1
+    cache = (prefix_kv(engine, ids, n_reuse) if _prefix is None else _prefix).clone()      # positions 0..n_reuse-1
     rest_pos = torch.arange(n_reuse + shift, n + shift, device=dev)[None]                   # (1, n - n_reuse)
     reused = engine.forward(torch.tensor([ids[n_reuse:]], device=dev), cache, positions=rest_pos)[0, -1]
     all_pos = torch.arange(shift, n + shift, device=dev)[None]                               # (1, n)
