@@ -45,18 +45,21 @@ OnStep = Callable[[torch.Tensor, PipelineResult, int], None]
 
 
 def prefill(engine: Engine, ids: torch.Tensor, cache: KVCacheProtocol | None = None,
-            chunk: int | None = None, positions: torch.Tensor | None = None
-            ) -> tuple[torch.Tensor, KVCacheProtocol]:
+            chunk: int | None = None, positions: torch.Tensor | None = None, head: bool = True
+            ) -> tuple[torch.Tensor | None, KVCacheProtocol]:
     """Run the prompt ids (B, T) into a fresh (or given) cache; return last logits (B, V).
     `chunk` splits a long prompt into pieces of that many tokens (same result). `positions`
     (B, T): where each token sits (default: continue from the cache's next position); a
-    cache that stores rows of different lengths (paged, padded) passes its own."""
+    cache that stores rows of different lengths (paged, padded) passes its own.
+    `head=False`: only the cache is wanted (no LM head; the logits returned are None)."""
     cache = cache if cache is not None else engine.new_cache(ids.shape[0], capacity=ids.shape[1] + 64)
     step = chunk or ids.shape[1]
     for s in range(0, ids.shape[1], step):
         at = {} if positions is None else {"positions": positions[:, s:s + step]}  # a Seat takes none
+        if not head:
+            at["logits"] = "none"
         logits = engine.forward(ids[:, s:s + step], cache, **at)          # (B, 1, V)
-    return logits[:, -1], cache
+    return (logits[:, -1] if head else None), cache
 
 
 def decode_one_token(engine: Engine, token: int | torch.Tensor, cache: KVCacheProtocol,

@@ -129,8 +129,8 @@ class SpeculativeDecoder:
         t0 = time.perf_counter()
         self.committed = list(prompt_ids)
         self.cache = self.target.new_cache(capacity=len(self.committed) + 128)
-        if len(self.committed) > 1:           # the loop's own prefill (its last logits unused)
-            prefill(self.target, torch.tensor([self.committed[:-1]], device=self.target.device), self.cache)
+        if len(self.committed) > 1:           # the loop's own prefill (no LM head: its logits are unused)
+            prefill(self.target, torch.tensor([self.committed[:-1]], device=self.target.device), self.cache, head=False)
         self.draft.reset(self.committed)
         return time.perf_counter() - t0
 
@@ -217,8 +217,8 @@ class _BaselineStepper:
 
     def prefill(self, ids: list[int]) -> torch.Tensor:
         t0 = time.perf_counter()
-        if len(ids) > 1:                      # as the verifier's start: its last logits unused
-            prefill(self.target, torch.tensor([ids[:-1]], device=self.target.device), self.cache)
+        if len(ids) > 1:                      # as the verifier's start: no LM head, its logits are unused
+            prefill(self.target, torch.tensor([ids[:-1]], device=self.target.device), self.cache, head=False)
         self.prefill_s = time.perf_counter() - t0
         return self._one(ids[-1])
 
