@@ -98,3 +98,15 @@ def test_speculative_decoding_starts_with_prefill(eng):
 
     early_exit_greedy(eng, ids(6), 2, 2, 6)
     assert "prefill" in eng.callers and "forward" not in eng.callers[:eng.callers.index("prefill")]
+
+
+def test_prefill_without_the_head_fills_the_same_cache_and_returns_no_logits(eng):
+    from lib.decoding.generate import prefill
+
+    x = torch.tensor([ids(7, 3)])
+    logits, with_head = prefill(eng, x, eng.new_cache(1, 16))
+    none, without = prefill(eng, x, eng.new_cache(1, 16), head=False)
+    assert logits.shape[-1] > 1 and none is None
+    for layer in range(with_head.n_layers):
+        assert torch.equal(with_head.keys(layer), without.keys(layer))
+        assert torch.equal(with_head.values(layer), without.values(layer))
