@@ -45,3 +45,42 @@ def test_the_engine_takes_all_cores_inside_a_one_core_block():
     _in_thread(session)
     if threads._OMP is not None:
         assert seen == [threads.ALL, 1]
+
+
+def _os_threads() -> int:
+    import os
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_a_thread_that_leaves_its_model_work_keeps_no_idle_helper_threads():
+    """libgomp stops every helper from spinning once all teams together hold more threads than
+    there are cores, idle teams included: a thread done with the model must not keep one."""
+    import os
+    import time
+
+    if threads._OMP is None or threads.ALL < 2 or not os.path.isdir("/proc/self/task") \
+            or not hasattr(threads._OMP, "omp_pause_resource_all"):
+        return                                              # nothing to release on this build
+    done, leave = threading.Event(), threading.Event()
+    a = torch.randn(256, 256)
+
+    def session():
+        with threads.all_cores():
+            for _ in range(20):
+                a @ a                                         # a parallel region: helpers start
+            inside.append(_os_threads())
+        done.set()
+        leave.wait()
+
+    inside, base = [], _os_threads()
+    t = threading.Thread(target=session)
+    t.start()
+    done.wait()
+    deadline = time.monotonic() + 5
+    while _os_threads() > base + 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    after = _os_threads()
+    leave.set()
+    t.join()
+    assert inside[0] > base + 1           # the session thread and its helper(s) while it worked
+    assert after == base + 1              # then the session thread alone
