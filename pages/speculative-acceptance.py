@@ -56,7 +56,7 @@ def _greedy_pair():
 # The block is computed where it is shown, by this script run: before its question is answered
 # it is the page's first figure. The Monte Carlo (milliseconds) starts now; the checks' work
 # (a speculative and a plain greedy run, the step fits: ~1-2 s) starts once the block is drawn,
-# so that it does not share the two cores with the first figure (T = 0.1: 1.96 s -> see BENCHMARKS).
+# so that it does not share the two cores with the first figure (docs/BENCHMARKS.md, 2026-12-07).
 mc_job = runtime.start(lambda: runtime.cached(speculative.monte_carlo)(p, q, n_trials, seed, "residual"),
                        lambda: runtime.cached(speculative.monte_carlo)(p, q, n_trials, seed, wrong))
 b = speculative.breakdown(p, q, TOP)
