@@ -62,12 +62,12 @@ def test_a_thread_that_leaves_its_model_work_keeps_no_idle_helper_threads():
             or not hasattr(threads._OMP, "omp_pause_resource_all"):
         return                                              # nothing to release on this build
     done, leave = threading.Event(), threading.Event()
-    a = torch.randn(256, 256)
+    x = torch.ones(1 << 22)          # 4M elements: ATen's own OpenMP loop (a matmul's BLAS may stay on one core)
 
     def session():
         with threads.all_cores():
             for _ in range(20):
-                a @ a                                         # a parallel region: helpers start
+                x.mul(2.0)                                    # a parallel region: helpers start
             inside.append(_os_threads())
         done.set()
         leave.wait()
