@@ -41,8 +41,8 @@ cfg = SamplingConfig(T, top_p=None if top_p >= 1.0 else top_p)
 
 # ---- everything this run measures (cached per model, prompt and settings) -----------------------
 with st.spinner(t("running")):
-    exits = runtime.cached(early_exit_logits)(m.engine, prompt.ids)                   # (V,), (L, V): one forward
-    p, qs = runtime.cached(early_exit_distributions)(m.engine, prompt.ids, cfg, _logits=exits)   # (V,), (L, V)
+    exits = runtime.cached(early_exit_logits)(m.engine, prompt.ids)   # the one forward: (V,), (L, V) logits, K/V
+    p, qs = runtime.cached(early_exit_distributions)(m.engine, prompt.ids, cfg, _exits=exits)   # (V,), (L, V)
     q = qs[k - 1]
 
 
@@ -82,7 +82,8 @@ if page.predict("alpha", t("q_alpha", k=k, L=L), range(len(ALPHA_BINS)), bin_i,
 # ---- one gamma-token block on the real text, one verification step per click ---------------------
 st.subheader(t("block_title", g=gamma, k=k))
 with st.spinner(t("running")):
-    blk = runtime.cached(speculative_decode.early_exit_block)(m.engine, prompt.ids, k, gamma, cfg, seed)
+    blk = runtime.cached(speculative_decode.early_exit_block)(m.engine, prompt.ids, k, gamma, cfg, seed,
+                                                              _exits=exits)
 n_steps = len(blk.u) + 1                       # each verified proposal, then the residual / bonus draw
 step_key = page.state._key("step")
 

@@ -196,6 +196,40 @@ def test_rollback_leaves_target_cache_equal_to_fresh_prefill(tiny):
     torch.testing.assert_close(dec.draft.cache.keys(1), ref.keys(1), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("k,gamma,T", [(2, 4, 1.0), (1, 1, 0.7), (5, 3, 0.0)])
+def test_a_block_primed_by_the_prompts_one_forward_is_the_same_block(tiny, k, gamma, T):
+    """early_exit_block with `_exits` (one forward over the prompt serves the target's and the
+    draft's prefill, the first proposal and the pending token's row) draws the same tokens with
+    the same probabilities as the block that prefills both itself, and leaves the same cache;
+    the page's cached EarlyExits is not touched."""
+    from lib.decoding.speculative.drafts import early_exit_logits
+    from lib.decoding.speculative.speculative_decode import early_exit_block, one_block
+
+    exits = early_exit_logits(tiny, PROMPT)
+    before = (exits.cache.length(0), exits.cache.keys(3).clone(), exits.final.clone())
+    cfg = SamplingConfig(T)
+    for seed in range(4):
+        plain = early_exit_block(tiny, PROMPT, k, gamma, cfg, seed)
+        primed = early_exit_block(tiny, PROMPT, k, gamma, cfg, seed, _exits=exits)
+        assert (primed.proposals, primed.accepted, primed.token, primed.u) == \
+               (plain.proposals, plain.accepted, plain.token, plain.u)
+        for a, b in ((primed.p_prob, plain.p_prob), (primed.q_prob, plain.q_prob), (primed.alpha, plain.alpha)):
+            assert a == pytest.approx(b, abs=1e-5)
+    assert exits.cache.length(0) == before[0] and torch.equal(exits.cache.keys(3), before[1])
+    assert torch.equal(exits.final, before[2])
+    # the primed decoder's caches after its block: the committed tokens but the pending one, as a fresh prefill
+    dec = SpeculativeDecoder(tiny, EngineDraft(tiny, k, after_prompt=exits.for_draft(k)), cfg, 0)
+    dec.start(PROMPT, primed=exits.for_target())
+    dec.step(gamma)
+    fresh = tiny.new_cache()
+    tiny.forward(torch.tensor([dec.committed[:-1]]), fresh, logits="none")
+    assert dec.cache.length(0) == fresh.length(0) and dec.cache.next_position == fresh.next_position
+    torch.testing.assert_close(dec.cache.keys(5), fresh.keys(5), atol=1e-5, rtol=0)
+    assert dec.draft.forwards == gamma - 1            # the first proposal came from the prompt's forward
+    assert one_block(tiny, EngineDraft(tiny, k), PROMPT, gamma, cfg, 0, primed=exits.for_target()).proposals == \
+           early_exit_block(tiny, PROMPT, k, gamma, cfg, 0).proposals
+
+
 @pytest.mark.slow  # 300 seeded speculative runs for a chi-square test
 def test_sampled_speculative_first_token_follows_p(tiny):
     """The first output token of many seeded runs is distributed as p (exact rule, weak draft)."""

@@ -13,13 +13,20 @@ Three kinds, all offline with the bundled model:
   EngineDraft(engine, n_layers=k)     early exit: the same model's first k layers + final norm
                                       + LM head (optionally an LM head over a vocabulary subset)
   PromptLookupDraft(max_ngram)        n-gram match in the context, continuation copied (q one-hot)
+
+An early-exit draft may start from `EarlyExits`, the one forward over the prompt that gives
+every k's first distribution: its cache already holds the prompt in every layer, so the first
+proposal needs no forward at all (the cache is shared the way LayerSkip shares it: the first
+k layers of the target's K/V are the draft's K/V).
 """
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import torch
 
+from lib.core.cache.dense import KVCache
 from lib.core.engine import Engine, linear, rms_norm, soft_cap
 from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
 
@@ -73,8 +80,13 @@ class EngineDraft:
     """A model draft: a second Engine, or the target's own first `n_layers` (early exit)."""
     deterministic = False
 
-    def __init__(self, engine: Engine, n_layers: int | None = None, vocab_subset=None, name: str = ""):
+    def __init__(self, engine: Engine, n_layers: int | None = None, vocab_subset=None, name: str = "",
+                 after_prompt: tuple[KVCache, torch.Tensor] | None = None):
+        """`after_prompt`: (a cache holding every prompt token in at least the first n_layers
+        layers, this draft's logits (V,) after the prompt), e.g. from `EarlyExits.for_draft`:
+        the run's first proposal is then drawn without a forward. Used once, by `reset`."""
         self.engine = engine
+        self.after_prompt = after_prompt
         self.n_layers = n_layers or engine.spec.n_layers
         self.vocab_subset = None if vocab_subset is None else torch.as_tensor(sorted(set(vocab_subset)))
         self.head_t = None if self.vocab_subset is None else engine.lm_head.columns(self.vocab_subset)
@@ -84,7 +96,11 @@ class EngineDraft:
         self.forwards = 0           # draft forward calls
 
     def reset(self, prompt_ids) -> None:
-        self.cache = self.engine.new_cache(capacity=len(prompt_ids) + 128)
+        self.cache, self.next_logits = self.engine.new_cache(capacity=len(prompt_ids) + 128), None
+        if self.after_prompt is not None and self.after_prompt[0].length(0) == len(prompt_ids):
+            cache, self.next_logits = self.after_prompt
+            self.cache = cache.clone()                  # the draft appends to its own copy
+        self.after_prompt = None
         self.seconds, self.forwards = 0.0, 0
 
     def _logits(self, ids: list[int]) -> torch.Tensor:
@@ -101,7 +117,10 @@ class EngineDraft:
         if gamma <= 0:
             return [], None
         seen = self.cache.length(0)
-        logits = self._logits(list(context[seen:]))
+        if self.next_logits is not None and seen == len(context):    # primed: the prompt's logits are known
+            logits, self.next_logits = self.next_logits, None
+        else:
+            logits = self._logits(list(context[seen:]))
         tokens, qs = [], []
         for i in range(gamma):
             q = run_pipeline(logits, cfg).probs                                 # (V,)
@@ -164,10 +183,27 @@ def frequent_tokens(tokenizer, texts, extra_ids=()) -> tuple[int, ...]:
     return tuple(sorted(ids))
 
 
-def early_exit_logits(engine: Engine, prompt_ids) -> tuple[torch.Tensor, torch.Tensor]:
+@dataclass
+class EarlyExits:
+    """One forward over a prompt, kept for everything that starts right after it."""
+    final: torch.Tensor     # (V,) the target's logits after the prompt
+    logits: torch.Tensor    # (L, V) the early-exit draft's logits after the prompt, row k-1 for k layers
+    cache: KVCache          # every prompt token's K/V, in every layer
+
+    def for_target(self) -> tuple[KVCache, torch.Tensor]:
+        """What SpeculativeDecoder.start(primed=...) takes: the cache and the target's logits."""
+        return self.cache, self.final
+
+    def for_draft(self, n_layers: int) -> tuple[KVCache, torch.Tensor]:
+        """What EngineDraft(after_prompt=...) takes for the first n_layers layers."""
+        return self.cache, self.logits[n_layers - 1]
+
+
+def early_exit_logits(engine: Engine, prompt_ids) -> EarlyExits:
     """At the position after `prompt_ids`: the target's logits (V,) and the early-exit draft's
     for every k = 1..n_layers (n_layers, V), from ONE forward (the residual stream after each
-    layer goes through the final norm + LM head, all layers' rows in one head call)."""
+    layer goes through the final norm + LM head, all layers' rows in one head call), and the
+    K/V cache that forward filled."""
     last: dict[int, torch.Tensor] = {}
 
     def keep(layer, x):
@@ -179,16 +215,16 @@ def early_exit_logits(engine: Engine, prompt_ids) -> tuple[torch.Tensor, torch.T
     h = torch.cat([last[l] for l in range(engine.spec.n_layers)])              # (L, D)
     with torch.inference_mode():
         logits = head_logits(engine, h).float().cpu()                          # (L, V)
-    return final, logits
+    return EarlyExits(final, logits, cache)
 
 
 def early_exit_distributions(engine: Engine, prompt_ids, cfg: SamplingConfig,
-                             _logits: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                             _exits: EarlyExits | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """At the position after `prompt_ids`: the target's p (V,) and the early-exit draft's q for
     every k = 1..n_layers (n_layers, V), all through the same sampling pipeline, from ONE
-    forward (early_exit_logits; `_logits`: its result, if already computed — a change of the
+    forward (early_exit_logits; `_exits`: its result, if already computed — a change of the
     sampling settings then reruns only the pipelines)."""
-    final, logits = _logits if _logits is not None else early_exit_logits(engine, prompt_ids)
-    p = run_pipeline(final, cfg).probs
-    qs = torch.stack([run_pipeline(logits[l], cfg).probs for l in range(len(logits))])
+    exits = _exits if _exits is not None else early_exit_logits(engine, prompt_ids)
+    p = run_pipeline(exits.final, cfg).probs
+    qs = torch.stack([run_pipeline(exits.logits[l], cfg).probs for l in range(len(exits.logits))])
     return p, qs                                                                # (V,), (L, V)

@@ -123,16 +123,35 @@ class SpeculativeDecoder:
         self.gen = torch.Generator().manual_seed(int(seed))
         self.committed: list[int] = []
         self.cache = None
+        self.pending_logits = None      # (V,) the target's logits after the pending token, when known
 
-    def start(self, prompt_ids) -> float:
-        """Prefill the target with every prompt token but the last (the pending one)."""
+    def start(self, prompt_ids, primed: tuple | None = None) -> float:
+        """Prefill the target with every prompt token but the last (the pending one).
+        `primed`: (a cache that holds every prompt token, the target's logits (V,) after the
+        prompt), e.g. `EarlyExits.for_target()`: nothing is computed; the first block then
+        verifies its drafts without feeding the pending token again."""
         t0 = time.perf_counter()
         self.committed = list(prompt_ids)
-        self.cache = self.target.new_cache(capacity=len(self.committed) + 128)
-        if len(self.committed) > 1:           # the loop's own prefill (no LM head: its logits are unused)
-            prefill(self.target, torch.tensor([self.committed[:-1]], device=self.target.device), self.cache, head=False)
+        if primed is not None and primed[0].length(0) == len(self.committed):
+            self.cache, self.pending_logits = primed[0].clone(), primed[1]
+        else:
+            self.cache, self.pending_logits = self.target.new_cache(capacity=len(self.committed) + 128), None
+            if len(self.committed) > 1:       # the loop's own prefill (no LM head: its logits are unused)
+                prefill(self.target, torch.tensor([self.committed[:-1]], device=self.target.device), self.cache,
+                        head=False)
         self.draft.reset(self.committed)
         return time.perf_counter() - t0
+
+    def _verify(self, drafts: list[int]) -> torch.Tensor:
+        """The target's logits (g+1, V) at the pending token and at each draft, in one forward
+        (the pending token's row comes from `start(primed=...)` when it is known)."""
+        known, self.pending_logits = self.pending_logits, None
+        fed = drafts if known is not None else [self.committed[-1]] + drafts
+        rows = [] if known is None else [known[None].float()]
+        if fed:
+            ids = torch.tensor([fed], device=self.target.device)                          # (1, g+1 or g)
+            rows.append(self.target.forward(ids, self.cache, logits="all")[0].float().cpu())
+        return torch.cat(rows)                                                              # (g+1, V)
 
     def step(self, gamma: int) -> BlockRecord:
         """One block: propose up to gamma tokens, verify them in one target forward, roll back."""
@@ -140,9 +159,8 @@ class SpeculativeDecoder:
         drafts, q = self.draft.propose(self.committed, gamma, self.cfg, self.gen)  # (g,), (g, V)
         t1 = time.perf_counter()
         g = len(drafts)
-        n_before = self.cache.length(0)
-        ids = torch.tensor([[self.committed[-1]] + drafts], device=self.target.device)  # (1, g+1)
-        logits = self.target.forward(ids, self.cache, logits="all")[0].float().cpu()   # (g+1, V)
+        n_before = len(self.committed) - 1           # the cache's entries before the pending token
+        logits = self._verify(drafts)                                                  # (g+1, V)
         t2 = time.perf_counter()
         p = torch.stack([run_pipeline(logits[i], self.cfg).probs for i in range(g + 1)])  # (g+1, V)
 
@@ -238,19 +256,25 @@ def plain_decode(target: Engine, prompt_ids, max_new_tokens: int, cfg: SamplingC
 
 
 def one_block(target: Engine, draft, prompt_ids, gamma: int, cfg: SamplingConfig, seed: int,
-              keep_top: int = 5) -> BlockRecord:
-    """A single draft-and-verify block right after the prompt, with p's and q's top tokens."""
+              keep_top: int = 5, primed: tuple | None = None) -> BlockRecord:
+    """A single draft-and-verify block right after the prompt, with p's and q's top tokens
+    (`primed`: as in SpeculativeDecoder.start)."""
     dec = SpeculativeDecoder(target, draft, cfg, seed, keep_top)
-    dec.start(prompt_ids)
+    dec.start(prompt_ids, primed)
     return dec.step(gamma)
 
 
 def early_exit_block(target: Engine, prompt_ids, n_layers: int, gamma: int, cfg: SamplingConfig,
-                     seed: int) -> BlockRecord:
-    """One block after the prompt with the target's own first n_layers as the draft."""
+                     seed: int, _exits=None) -> BlockRecord:
+    """One block after the prompt with the target's own first n_layers as the draft.
+    `_exits`: drafts.early_exit_logits(target, prompt_ids), if the caller has it: its one forward
+    over the prompt then serves both the target's and the draft's prefill (and the first
+    proposal and the pending token's check need no forward): the same block, ~2 forwards fewer."""
     from lib.decoding.speculative.drafts import EngineDraft
 
-    return one_block(target, EngineDraft(target, n_layers), list(prompt_ids), gamma, cfg, seed)
+    draft = EngineDraft(target, n_layers, after_prompt=None if _exits is None else _exits.for_draft(n_layers))
+    return one_block(target, draft, list(prompt_ids), gamma, cfg, seed,
+                     primed=None if _exits is None else _exits.for_target())
 
 
 def early_exit_greedy(target: Engine, prompt_ids, n_layers: int, gamma: int, n_new: int,
