@@ -159,6 +159,7 @@ page.checks(checks.page_checks(checks.AcceptanceInputs(p, q, exact, broken, g_ru
                                                        steps), t))
 page.try_this()
 page.code(speculative.accept_or_resample, speculative.acceptance_ratio, speculative.residual,
-          speculative.monte_carlo, speculative_decode.SpeculativeDecoder.step)
+          speculative.monte_carlo, speculative_decode.SpeculativeDecoder.step,
+          speculative_decode.SpeculativeDecoder._verify)
 page.sources()
 page.finish()
