@@ -1,7 +1,9 @@
 """Speculative decoding on the engine: draft gamma tokens, verify them in ONE target forward.
 
 State kept between blocks (the invariant): `committed` is every token so far (prompt + output);
-the target's KV cache holds all of them except the last, the "pending" token.
+the target's KV cache holds all of them except the last, the "pending" token. (A start from a
+forward already run over the whole prompt, `start(primed=...)`, holds the pending token too, and
+its logits: the first block then feeds only its drafts.)
 
 One block:
     drafts d1..dg = draft.propose(committed)                      q_1..q_g
