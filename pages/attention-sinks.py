@@ -55,7 +55,8 @@ if src == "own":
         text, source_name = own, t("text_own").lower()
     else:
         st.warning(t("own_short", n=n_own, need=need))
-ids = tuple(m.tokenizer(text, add_special_tokens=True)["input_ids"][:N])
+whole = tuple(m.tokenizer(text, add_special_tokens=True)["input_ids"][:DEFAULT_N])   # the most the slider asks
+ids = whole[:N]
 N = len(ids)
 reassign = pos_mode == "cache"
 
@@ -138,19 +139,33 @@ page.code(cp.kept, streaming_eval.nll_masked, streaming_eval.nll_evicting, strea
 page.sources()
 
 # ---- the streaming evaluation, last: every policy over the whole text ------------------------
-results = {}
+def scored(p: cp.CachePolicy, progress) -> tuple[streaming_eval.StreamResult, bool]:
+    """p's evaluation of the first N tokens, and whether it is a slice of the whole text's
+    evaluation this server already has (every score reads only the tokens before it, so the
+    first N tokens' scores are the same). Only recompute reads the stride."""
+    evaluate, k = runtime.cached(streaming_eval.evaluate), stride if p.kind == "recompute" else 1
+    done = evaluate.peek(m.engine, whole, p, 128, k) if N < len(whole) else None
+    if done is not None:
+        return done.upto(N), True
+    return evaluate(m.engine, ids, p, 128, k, _progress=progress), False
+
+
+results, sliced = {}, False
 for i, p in enumerate(policies):
     name = policy_name(p)
 
     def progress(done, total, i=i, name=name):
         bar.progress((i + done / max(total, 1)) / len(policies),
                      text=t("eval_running", i=i + 1, n=len(policies), name=name, done=done, total=total))
-    results[name] = runtime.cached(streaming_eval.evaluate)(m.engine, ids, p, 128, stride, progress)
+    results[name], cut = scored(p, progress)
+    sliced |= cut
 bar.empty()
 if ahead is not None:
     ahead.empty()
 with eval_box:
     st.caption(t("eval_caption", n=N, source=source_name, w=W))
+    if sliced:
+        st.caption(t("eval_sliced", n=N, total=len(whole)))
 
     rec = results.get(policy_name(ALL["recompute"]))
     shared = rec.positions[rec.positions >= W] if rec is not None else None       # positions every policy scored

@@ -109,6 +109,7 @@ def gpl_text() -> str:
 # pytest 9.2: it renames node ids through an attribute pytest no longer reads.)
 PAGES_CHAIN = tuple(f"tests/app/test_pages_apptest.py::{name}" for name in (
     "test_page_runs_in_both_languages",                                   # every page's cold default,
+    "test_attention_sinks_answers_another_stride_and_a_shorter_text_from_its_default_evaluation",
     "test_bad_url_parameters_give_notes_not_crashes",                     # then tests that open the
     "test_an_english_default_prompt_says_why_under_indonesian",           # same default states
     "test_float_sliders_show_the_same_decimals_in_both_languages")) + (

@@ -32,6 +32,14 @@ class StreamResult:
     seconds: float          # wall time of this evaluation
     held: int = 0           # nll_evicting only: most entries any layer's cache held at the end
 
+    def upto(self, n_tokens: int) -> "StreamResult":
+        """The same evaluation of the text's first `n_tokens` tokens: its positions t <= n_tokens - 2.
+        Every score reads only tokens 0..t+1 (causal attention; each recompute window is its own
+        forward), so it is what evaluating ids[:n_tokens] gives, up to float rounding (the last
+        chunk has fewer rows). `seconds` stays the whole run's."""
+        keep = self.positions <= n_tokens - 2
+        return StreamResult(self.label, self.positions[keep], self.nll[keep], self.seconds, self.held)
+
     def perplexity(self, mask: np.ndarray | None = None) -> float:
         """exp(mean nll) over all scored positions (or those where mask is True)."""
         x = self.nll if mask is None else self.nll[mask]
@@ -152,7 +160,8 @@ def nll_recompute(engine, ids, w: int, stride: int = 1, batch: int = 8, progress
 def evaluate(engine, ids: tuple[int, ...], policy: CachePolicy, chunk: int = 128, stride: int = 1,
              _progress=None) -> StreamResult:
     """One policy over the text, by the fast path that is exact for it (cacheable: the
-    underscore keeps the progress callback out of the cache key)."""
+    underscore keeps the progress callback out of the cache key). `stride` is read by the
+    recompute policy only: give the others 1, so that one cached result serves every stride."""
     if policy.kind == "recompute":
         return nll_recompute(engine, ids, policy.window, stride, progress=_progress)
     return nll_masked(engine, ids, policy, chunk, progress=_progress)

@@ -197,10 +197,32 @@ class Memo:
         self.persist_if = persist_if              # prov -> write this computed result to disk? (None: always)
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args, **kwargs):
+    def _keys(self, args, kwargs) -> tuple:
+        """(the result store's key of these arguments, the memory's key: (name, that key))."""
         key = (tuple(self.key_of(a) for a in args),
                tuple((k, self.key_of(v)) for k, v in sorted(kwargs.items()) if not k.startswith("_")))
-        k = (self.name, key)
+        return key, (self.name, key)
+
+    def peek(self, *args, **kwargs):
+        """The result of fn(*args) if this server already has it (in memory or in the cache
+        folder), else None; never computes, never waits for a flight. For a page that can
+        answer from a larger result it already has (a slice of a longer evaluation) and
+        would otherwise compute a smaller one."""
+        key, k = self._keys(args, kwargs)
+        hit = MEMORY.get(k)
+        if hit is not None:
+            _note(self.name, "shared" if hit[2].this_process else "disk", hit[2])
+            return hit[0]
+        loaded = STORE.load(self.fn, key)
+        if loaded is None:
+            return None
+        value, prov = loaded
+        MEMORY.put(k, value, nbytes(value), prov, self.max_entries)
+        _note(self.name, "disk", prov)
+        return value
+
+    def __call__(self, *args, **kwargs):
+        key, k = self._keys(args, kwargs)
         hit = MEMORY.get(k)
         if hit is not None:
             stats["memory"] += 1

@@ -62,6 +62,24 @@ def test_page_runs_in_both_languages(concept, lang):
     assert all(c["values"] or c["kind"] == "text" for c in CONTROLS.get(concept.slug, {}).values())
 
 
+def test_attention_sinks_answers_another_stride_and_a_shorter_text_from_its_default_evaluation():
+    """Issue 29 (no wasted work): once the default state is computed (4,096 tokens under three
+    policies, rendered by the test above in this chain), a stride (read only by recompute, not
+    among the default policies) computes nothing, and N = 1,024 is a slice of the evaluation
+    the server holds, which the page says."""
+    from lib.serving import memo
+
+    assert not open_page("attention-sinks").exception          # the default (cached by now)
+    before = memo.stats["computed"]
+    at = open_page("attention-sinks", {"k": "1"})
+    assert not at.exception and memo.stats["computed"] == before
+    at = open_page("attention-sinks", {"N": "1024"})
+    assert not at.exception and memo.stats["computed"] == before
+    said = load_texts("attention-sinks")["en"]["eval_sliced"].split("{")[0]           # "The first "
+    assert any(c.value.startswith(said + "1,024") and "4,096" in c.value for c in at.caption), \
+        [c.value for c in at.caption]
+
+
 @pytest.mark.parametrize("concept", PAGES, ids=[c.slug for c in PAGES])
 def test_bad_url_parameters_give_notes_not_crashes(concept):
     at = open_page(concept.slug, {"nonsense": "1", "T": "banana", "seed": "-5", "n": "nan"})

@@ -8,7 +8,7 @@ from lib.model.from_transformers import engine_from_hf
 from lib.core.hooks import Recorder
 from lib.core.cache.evicting import Cancelled, new_evicting_cache, step
 from lib.core.cache.policy_masks import PolicyReads, policy_hooks
-from lib.decoding.streaming_eval import nll_evicting, nll_masked, nll_recompute, running_perplexity, token_nll
+from lib.decoding.streaming_eval import evaluate, nll_evicting, nll_masked, nll_recompute, running_perplexity, token_nll
 from tests.conftest import tiny_gemma3
 
 N = 28
@@ -140,6 +140,19 @@ def test_recompute_equals_dense_when_window_covers_text_and_fresh_forward_otherw
     logits = eng.forward(win, eng.new_cache(1, 5))[0]
     ref = float(token_nll(logits, torch.tensor([text[t + 1]]))[0])
     assert abs(r.nll[r.positions.tolist().index(t)] - ref) < 1e-5
+
+
+@pytest.mark.parametrize("policy", [cp.dense(), cp.window(6), cp.sinks(2, 6, reassign=True), cp.recompute(5)],
+                         ids=["dense", "window", "sinks-renumbered", "recompute"])
+def test_the_first_n_tokens_scores_are_a_slice_of_the_whole_texts(eng, policy):
+    """attention-sinks answers a shorter N from the whole text's cached evaluation: every
+    score reads only the tokens before it, so `upto(n)` is what evaluating ids[:n] gives."""
+    text = ids()
+    whole = evaluate(eng, text, policy, chunk=7, stride=3)
+    for n in (9, 15, 22):
+        alone, cut = evaluate(eng, text[:n], policy, chunk=7, stride=3), whole.upto(n)
+        assert cut.positions.tolist() == alone.positions.tolist()
+        np.testing.assert_allclose(cut.nll, alone.nll, atol=1e-5, rtol=0)
 
 
 def test_progress_false_cancels(eng):

@@ -116,6 +116,21 @@ def test_results_persist_and_a_new_process_reads_them(fresh, monkeypatch):
     assert len(files) == 1 and "slow_square" in str(files[0])
 
 
+def test_peek_answers_from_memory_or_disk_and_never_computes(fresh):
+    """A page that could slice a larger result asks `peek` first: None while nobody computed
+    it (and peek computes nothing), the value once computed, from disk after a restart."""
+    calls["n"] = 0
+    m = memo.Memo(slow_square, _arg_key)
+    assert m.peek(6, delay=0.0) is None and calls["n"] == 0
+    first = m(6, delay=0.0)
+    assert m.peek(6, delay=0.0) is first and m.peek(7, delay=0.0) is None
+    memo.MEMORY.clear()                   # as after a restart
+    memo.begin_run()
+    assert m.peek(6, delay=0.0).tolist() == [36] * 4 and calls["n"] == 1
+    assert [u.origin for u in memo.run_provenance()] == ["disk"]
+    assert m(6, delay=0.0).tolist() == [36] * 4 and calls["n"] == 1      # peek put it back in memory
+
+
 def test_a_damaged_file_is_recomputed(fresh):
     calls["n"] = 0
     m = memo.Memo(slow_square, _arg_key)
