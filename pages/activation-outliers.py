@@ -113,8 +113,14 @@ def progress(done, total):           # after each experiment's forward; then the
 
 
 bar.progress(0.0, text=t("inj_running_one", i=1, n=len(ac.EXPERIMENTS), name=exp_name(ac.EXPERIMENTS[0])))
-table = runtime.cached(ac.injection_rows, max_entries=16)(m.engine, prompt.ids, cap.hidden, acts, point, layer, bits,
-                                                          group, clip_at, ac.EXPERIMENTS, _progress=progress)
+rows_of = {}      # one cached call per group of experiments that read the same settings
+for kinds, b, g, c in ac.experiment_groups(bits, group, clip_at):
+    def one_done(done, total, before=len(rows_of)):
+        progress(before + done, len(ac.EXPERIMENTS))
+    for r in runtime.cached(ac.injection_rows, max_entries=32)(m.engine, prompt.ids, cap.hidden, acts, point, layer,
+                                                               b, g, c, kinds, _progress=one_done):
+        rows_of[r.kind] = r
+table = [rows_of[k] for k in ac.EXPERIMENTS]
 bar.empty()
 ahead.empty()
 clip_row = next(r for r in table if r.kind == "clip")

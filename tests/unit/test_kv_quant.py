@@ -142,6 +142,26 @@ def test_capture_and_identity_injection(eng):
     assert changed.kl_mean > 0
 
 
+def test_experiments_grouped_by_the_settings_they_read_give_the_same_rows(eng):
+    """activation-outliers caches one injection_rows call per group of experiments (a new group
+    size reruns one forward): the groups' rows are the rows of one call with every setting, and
+    a setting a group does not read is not in its arguments."""
+    x = tuple(ids(16, 7)[0].tolist())
+    cap = ac.capture(eng, x)
+    acts = cap.acts["mlp_act"][2]
+    whole = ac.injection_rows(eng, x, cap.hidden, acts, "mlp_act", 2, 4, 16, 0.5)
+    groups = ac.experiment_groups(4, 16, 0.5)
+    assert sorted(k for kinds, *_ in groups for k in kinds) == sorted(ac.EXPERIMENTS)
+    parts = {r.kind: r for kinds, b, g, c in groups
+             for r in ac.injection_rows(eng, x, cap.hidden, acts, "mlp_act", 2, b, g, c, kinds)}
+    for r in whole:
+        assert parts[r.kind].sqnr_db == pytest.approx(r.sqnr_db, abs=1e-9)
+        assert parts[r.kind].effect.kl_mean == pytest.approx(r.effect.kl_mean, rel=1e-6, abs=1e-12)
+    for other, reruns in ((ac.experiment_groups(4, 32, 0.5), [("group",)]),                # another group size
+                          (ac.experiment_groups(4, 16, 0.9), [("clip",), ("clip_tensor",)])):  # another clip
+        assert [kinds for kinds, *args in other if (kinds, *args) not in groups] == reruns
+
+
 def test_outlier_channels():
     x = torch.randn(50, 32, generator=torch.Generator().manual_seed(0))
     x[:, 3] *= 40

@@ -132,6 +132,26 @@ def experiment(kind: str, bits: int, group_size: int, clip_at: float) -> Callabl
     return lambda x: fake_quantize(x, QuantSpec(bits, kind, True, group_size))
 
 
+# What each experiment's transform reads of (bits, group_size, clip_at).
+READS = {"tensor": ("bits",), "token": ("bits",), "channel": ("bits",), "group": ("bits", "group_size"),
+         "clip": ("clip_at",), "clip_tensor": ("bits", "clip_at")}
+UNREAD = {"bits": 8, "group_size": 64, "clip_at": 1.0}    # stands in for a setting an experiment does not read
+
+
+def experiment_groups(bits: int, group_size: int, clip_at: float, kinds: tuple[str, ...] = EXPERIMENTS):
+    """The experiments grouped by the settings they read: [(kinds, bits, group_size, clip_at)],
+    with UNREAD in place of a setting no experiment of the group reads. One cached
+    `injection_rows` call per group is computed again only when a setting it reads changes (a
+    new group size reruns one forward, not six); `injection_rows(..., *group)` for each group
+    gives the rows of `injection_rows(..., bits, group_size, clip_at, kinds)`."""
+    given = {"bits": bits, "group_size": group_size, "clip_at": clip_at}
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for k in kinds:
+        groups.setdefault(READS[k], []).append(k)
+    return [(tuple(ks), *(given[a] if a in reads else UNREAD[a] for a in ("bits", "group_size", "clip_at")))
+            for reads, ks in groups.items()]
+
+
 def injection_rows(engine: Engine, ids: tuple[int, ...], h_ref: torch.Tensor, acts: torch.Tensor,
                    point: str, layer: int, bits: int, group_size: int, clip_at: float,
                    kinds: tuple[str, ...] = EXPERIMENTS, _progress=None) -> list[InjectionRow]:
