@@ -163,9 +163,8 @@ bar.empty()
 if ahead is not None:
     ahead.empty()
 with eval_box:
-    st.caption(t("eval_caption", n=N, source=source_name, w=W))
-    if sliced:
-        st.caption(t("eval_sliced", n=N, total=len(whole)))
+    st.caption(t("eval_sliced", n=N, total=len(whole), source=source_name, w=W) if sliced
+               else t("eval_caption", n=N, source=source_name, w=W))
 
     rec = results.get(policy_name(ALL["recompute"]))
     shared = rec.positions[rec.positions >= W] if rec is not None else None       # positions every policy scored

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from lib.core.cache.dense import KVCache
 from lib.core.engine import Engine
 from lib.decoding.generate import decode_loop, decode_one_token, prefill
 from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
@@ -127,7 +128,7 @@ class SpeculativeDecoder:
         self.cache = None
         self.pending_logits = None      # (V,) the target's logits after the pending token, when known
 
-    def start(self, prompt_ids, primed: tuple | None = None) -> float:
+    def start(self, prompt_ids, primed: tuple[KVCache, torch.Tensor] | None = None) -> float:
         """Prefill the target with every prompt token but the last (the pending one).
         `primed`: (a cache that holds every prompt token, the target's logits (V,) after the
         prompt), e.g. `EarlyExits.for_target()`: nothing is computed; the first block then
@@ -258,7 +259,7 @@ def plain_decode(target: Engine, prompt_ids, max_new_tokens: int, cfg: SamplingC
 
 
 def one_block(target: Engine, draft, prompt_ids, gamma: int, cfg: SamplingConfig, seed: int,
-              keep_top: int = 5, primed: tuple | None = None) -> BlockRecord:
+              keep_top: int = 5, primed: tuple[KVCache, torch.Tensor] | None = None) -> BlockRecord:
     """A single draft-and-verify block right after the prompt, with p's and q's top tokens
     (`primed`: as in SpeculativeDecoder.start)."""
     dec = SpeculativeDecoder(target, draft, cfg, seed, keep_top)
