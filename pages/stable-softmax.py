@@ -26,7 +26,9 @@ offset = page.state.number_slider("offset", t("offset_label"), -150.0, 150.0, 0.
                                   help=t("offset_help"), container=right)
 
 logits = runtime.cached(generate.next_token_logits)(m.engine, prompt.ids)          # (V,)
-reports = {name: runtime.cached(ss.report)(logits, scale, offset, name) for name in ss.DTYPES}
+# Milliseconds of arithmetic on the logits, no model: called directly, not queued for the server's
+# compute slots (under a class each queued call waits its turn; this page's first figure waited eight).
+reports = {name: ss.report(logits, scale, offset, name) for name in ss.DTYPES}
 r = reports[dtype]
 
 # ---- predict, then reveal -------------------------------------------------------------------
@@ -40,7 +42,7 @@ revealed = page.predict("naive", t("q_naive", d=dtype, s=scale, c=offset), ("ok"
 
 # ---- the chosen dtype: where the logits sit against its limits ------------------------------
 if revealed:
-    edges, counts = runtime.cached(ss.histogram)(logits, scale, offset, dtype)
+    edges, counts = ss.histogram(logits, scale, offset, dtype)
     L = {k: t(f"hist_{k}") for k in ("count", "tokens", "max", "x", "y")}
     L["overflow"] = t("hist_overflow", v=r.overflow_at)
     L["underflow"] = t("hist_underflow", v=r.underflow_at)
@@ -55,7 +57,7 @@ if revealed:
     page.figure(plots.histogram_figure(edges, counts, r.overflow_at, r.underflow_at, r.z_max, L, fmt=t.num), "logit_histogram",
                 {"bin_left": edges[:-1].tolist(), "bin_right": edges[1:].tolist(), "count": counts.tolist()})
 
-    tp = runtime.cached(ss.top_probs)(logits, scale, offset, dtype)
+    tp = ss.top_probs(logits, scale, offset, dtype)
     tokens = token_texts(m.tokenizer, tp.ids)
     L = {k: t(f"probs_{k}") for k in ("naive", "stable", "torch", "y")}
     if r.naive_nan:
@@ -82,7 +84,7 @@ st.dataframe({
 st.caption(t("table_caption"))
 
 # ---- every dtype across offsets: where the naive form bites ---------------------------------
-windows = {name: runtime.cached(ss.safe_window)(logits, scale, name) for name in ss.DTYPES}
+windows = {name: ss.safe_window(logits, scale, name) for name in ss.DTYPES}
 edges_pts = [e + d for w in windows.values() for e in w for d in (-EDGE, EDGE) if -150 <= e + d <= 150]
 offsets = tuple(sorted(set(GRID + tuple(round(x, 3) for x in edges_pts))))   # not your c: no recompute per c
 with st.spinner(t("sweep_running", n=len(offsets) * len(ss.DTYPES))):
@@ -96,13 +98,13 @@ page.figure(plots.sweep_figure(sweep, windows, offset, L), "offset_sweep",
              **{f"predicted_{n}": v for n, v in sweep.predicted.items()}})
 st.caption(" · ".join(t("window_line", d=n, lo=a, hi=b) if a < b else t("window_none", d=n)
                       for n, (a, b) in windows.items()))
-sum_at, single_at = runtime.cached(ss.fp32_overflow_points)(logits, scale)
+sum_at, single_at = ss.fp32_overflow_points(logits, scale)
 st.caption(t("fp32_line", c1=sum_at, c2=single_at, g=single_at - sum_at))
 
 page.notice()
 
 # ---- live checks (lib/concepts/stable_softmax/checks.py) ---------------------------------
-shift = runtime.cached(ss.shift_report)(logits, scale, offset, dtype)
+shift = ss.shift_report(logits, scale, offset, dtype)
 page.checks(checks.page_checks(reports, dtype, sweep, shift, t))
 page.try_this()
 page.code(ss.naive_softmax, ss.stable_softmax, ss.stable_logsumexp, ss.overflow_threshold, ss.predicted_status)

@@ -39,7 +39,7 @@ logits = runtime.cached(generate.next_token_logits)(m.engine, prompt.ids)       
 # the continuation (n_new forward steps) starts now and is drawn in its place below once it is
 # done: the figures of this one distribution do not wait for it (issue 29)
 later = runtime.start(lambda: runtime.cached(tkp.nucleus_trace)(m.engine, prompt.ids, T, p, seed, n_new, m.spec.eos_ids))
-curve = runtime.cached(tkp.cut_curve)(logits, T, k, p)
+curve = tkp.cut_curve(logits, T, k, p)          # milliseconds, no model: not queued for a compute slot
 curve_tokens = token_texts(m.tokenizer, curve.ids)
 tail = m.tokenizer.decode(list(prompt.ids[-4:]), skip_special_tokens=True)
 L = {k_: t(f"cut_{k_}") for k_ in ("prob", "cum", "p_cut", "k_cut", "x")}
@@ -64,7 +64,7 @@ gen_box.subheader(t("gen_title"))
 gen_bar = gen_box.progress(0.0, text=t("gen_running", n=n_new))
 
 # ---- top-k vs top-p on the same distribution; stage order -----------------------------------
-sets = runtime.cached(tkp.kept_sets)(logits, T, k, p)
+sets = tkp.kept_sets(logits, T, k, p)
 set_tokens = token_texts(m.tokenizer, sets.ids)
 L = {k_: t(f"sets_{k_}") for k_ in ("both", "only_k", "only_p", "neither", "y")}
 L["x"] = t("sets_x", n=len(sets.ids))          # the title counts the vocabulary; the bars are the first n
