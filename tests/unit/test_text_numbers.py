@@ -8,6 +8,7 @@ languages is a number one of them got wrong ("8 chunks adds 8 steps" fixed in En
 """
 import collections
 import re
+import string
 
 import pytest
 
@@ -91,3 +92,24 @@ def test_prediction_explanations_do_not_start_with_a_name(name):
     bad = [(lang, key) for lang, table in load_texts(name).items() for key, text in table.items()
            if re.match(r"q_\w*why", key) and re.match(r"\{\w+\}", text)]
     assert not bad, bad
+
+
+# A whole number written with `.0f` and no grouping ("{full:.0f} ms") reads "1015 ms" on a slower
+# machine: the page's number check fails on CI only. A percent or a ratio ("{pct:.0f}%", "{r:.0f}×")
+# stays small; every other whole-number field groups thousands ("{full:,.0f}").
+SMALL_AFTER = ("%", "×")
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_whole_number_fields_group_thousands(name):
+    """A measured time or size that crosses 1,000 on another machine is still written 1,015 / 1.015."""
+    bad = []
+    for lang, table in load_texts(name).items():
+        for key, text in table.items():
+            parts = list(string.Formatter().parse(text))
+            for i, (_, field, spec, _) in enumerate(parts):
+                after = parts[i + 1][0] if i + 1 < len(parts) else ""
+                if field is not None and spec == ".0f" and not after.startswith(SMALL_AFTER):
+                    bad.append(f"{name}[{lang}].{key}: {{{field}:{spec}}}{after[:12]}")
+    assert not bad, "\n".join(bad)
+

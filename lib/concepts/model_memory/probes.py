@@ -27,8 +27,8 @@ class ProbeRefused(RuntimeError):
 
     def __init__(self, mode: str, need: float, used: float, budget: float, available: float):
         self.mode, self.need, self.used, self.budget, self.available = mode, need, used, budget, available
-        super().__init__(f"{mode} probe needs ~{need / MiB:.0f} MiB; the server and its children use "
-                         f"{used / MiB:.0f} MiB of a {budget / MiB:.0f} MiB budget, {available / MiB:.0f} MiB free")
+        super().__init__(f"{mode} probe needs ~{need / MiB:,.0f} MiB; the server and its children use "
+                         f"{used / MiB:,.0f} MiB of a {budget / MiB:,.0f} MiB budget, {available / MiB:,.0f} MiB free")
 
 
 BUDGET_ENV = "LLM_LAB_MEMORY_BUDGET_MB"
