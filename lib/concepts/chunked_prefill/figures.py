@@ -72,7 +72,7 @@ def real_steps_figure(runs: dict[str, object], preds: dict[str, list[float]], la
         xs = list(range(len(r.step_s)))
         fig.add_bar(x=xs, y=[s * 1000 for s in r.step_s], name=labels["measured"], showlegend=i == 1,
                     marker_color=[PREFILL if n else DECODE for n in r.prefill_tokens], row=i, col=1,
-                    hovertemplate="%{y:.0f} ms<extra></extra>")
+                    hovertemplate="%{y:,.0f} ms<extra></extra>")
         p = preds[name]
         fig.add_scatter(x=xs[:len(p)], y=[s * 1000 for s in p], mode="markers", name=labels["predicted"],
                         showlegend=i == 1, marker=dict(color="black", symbol="x", size=10), row=i, col=1)

@@ -45,7 +45,7 @@ def times_figure(names: list[str], seconds, fastest, slowest, tokens: list[str],
                            cliponaxis=False,
                            error_y=dict(type="data", symmetric=False, array=np.asarray(slowest) * 1000 - med,
                                         arrayminus=med - np.asarray(fastest) * 1000),
-                           hovertemplate="%{x}: %{y:.0f} ms<extra></extra>"))
+                           hovertemplate="%{x}: %{y:,.0f} ms<extra></extra>"))
     fig.update_yaxes(title_text=labels["y"], rangemode="tozero")
     fig.update_layout(title=labels["title"], height=380, uniformtext=dict(minsize=BAR_LABEL_PX, mode="show"))
     return fig
