@@ -203,15 +203,22 @@ class Memo:
                tuple((k, self.key_of(v)) for k, v in sorted(kwargs.items()) if not k.startswith("_")))
         return key, (self.name, key)
 
+    def _remembered(self, k):
+        """(value, bytes, provenance) of memory key `k` if this server holds it in memory (the
+        page's provenance note says whether it was computed here or read from disk), else None."""
+        hit = MEMORY.get(k)
+        if hit is not None:
+            _note(self.name, "shared" if hit[2].this_process else "disk", hit[2])
+        return hit
+
     def peek(self, *args, **kwargs):
         """The result of fn(*args) if this server already has it (in memory or in the cache
         folder), else None; never computes, never waits for a flight. For a page that can
         answer from a larger result it already has (a slice of a longer evaluation) and
         would otherwise compute a smaller one."""
         key, k = self._keys(args, kwargs)
-        hit = MEMORY.get(k)
+        hit = self._remembered(k)
         if hit is not None:
-            _note(self.name, "shared" if hit[2].this_process else "disk", hit[2])
             return hit[0]
         loaded = STORE.load(self.fn, key)
         if loaded is None:
@@ -223,18 +230,16 @@ class Memo:
 
     def __call__(self, *args, **kwargs):
         key, k = self._keys(args, kwargs)
-        hit = MEMORY.get(k)
+        hit = self._remembered(k)
         if hit is not None:
             stats["memory"] += 1
-            _note(self.name, "shared" if hit[2].this_process else "disk", hit[2])
             return hit[0]
         if self.before_compute is not None and not getattr(_run, "holding", 0):
             # Background work yields to visitors HERE, before it owns a flight: a visitor never
             # waits on a flight whose owner waits for that visitor to finish.
             self.before_compute()
-            hit = MEMORY.get(k)
+            hit = self._remembered(k)
             if hit is not None:
-                _note(self.name, "shared" if hit[2].this_process else "disk", hit[2])
                 return hit[0]
         with _inflight_lock:
             flight = _inflight.get(k)
