@@ -4,12 +4,15 @@ The `gguf` package's `GGUFReader` builds a Python object for every field part, w
 takes ~24 s on Gemma 3's 262,144-entry vocabulary. This reader parses the same format
 (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md) in well under a second:
 numeric arrays become numpy arrays in one call, string arrays are decoded in one loop,
-and tensor data stays on disk behind a numpy memmap until it is dequantized.
+and tensor data stays on disk behind a memory map until it is dequantized. The pages a read
+touched count in the process's resident memory until `drop_pages` hands them back (a server that
+keeps the reader open for later checks would otherwise hold the whole file, ~250 MB, resident).
 
 Dequantization itself is delegated to `gguf.quants.dequantize` (Q4_K, Q6_K, ...).
 """
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,7 +80,9 @@ class GGUFFile:
         import gguf  # only for the block-size table of quantization types
 
         self.path = Path(path)
-        self._mm = np.memmap(self.path, dtype=np.uint8, mode="r")
+        with open(self.path, "rb") as f:
+            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)     # read on demand
+        self._mm = np.frombuffer(self._map, dtype=np.uint8)                     # (file bytes,) read-only view
         cur = _Cursor(memoryview(self._mm))
         if bytes(cur.buf[:4]) != GGUF_MAGIC:
             raise ValueError(f"{self.path} is not a GGUF file (bad magic)")
@@ -109,6 +114,19 @@ class GGUFFile:
         """The tensor's bytes as stored (quantized blocks), without copying."""
         t = self.tensors[name]
         return self._mm[t.offset:t.offset + t.n_bytes]
+
+    def drop_pages(self, name: str | None = None) -> None:
+        """Hand back the pages of tensor `name` (None: the whole file) that reads brought into
+        this process's resident memory. The operating system keeps them in its file cache, so a
+        later read is still fast; arrays already dequantized are copies and stay valid. Does
+        nothing where madvise is unavailable."""
+        if not hasattr(self._map, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        start, stop = (0, len(self._map)) if name is None else (
+            self.tensors[name].offset, self.tensors[name].offset + self.tensors[name].n_bytes)
+        start -= start % mmap.PAGESIZE                          # madvise starts on a page boundary
+        if stop > start:
+            self._map.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
     def dequantize(self, name: str) -> np.ndarray:
         """The tensor as float32, shape `TensorInfo.shape`."""

@@ -42,7 +42,8 @@ class GGUF:
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         row_bytes = info.n_bytes // info.shape[0]
         raw = self.file.raw(name).reshape(info.shape[0], row_bytes)           # (V, row_bytes) uint8, a view
-        picked = np.ascontiguousarray(raw[ids])                               # (n, row_bytes)
+        picked = np.ascontiguousarray(raw[ids])                               # (n, row_bytes), a copy
+        self.file.drop_pages(name)                                            # the file's pages go back
         return np.asarray(self._gguf.quants.dequantize(picked, self._qtype(name)), dtype=np.float32)
 
     def tensor(self, name: str) -> np.ndarray:
@@ -51,6 +52,7 @@ class GGUF:
         raw = np.ascontiguousarray(self.file.raw(name))
         last = info.n_bytes // int(np.prod(info.shape[:-1], dtype=np.int64)) if len(info.shape) > 1 else info.n_bytes
         out = self._gguf.quants.dequantize(raw.reshape(*info.shape[:-1], last), self._qtype(name))
+        self.file.drop_pages(name)                                  # `out` is a new array: the file's pages go back
         return np.asarray(out, dtype=np.float32).reshape(info.shape)
 
     def hf_tensor(self, name: str) -> np.ndarray:

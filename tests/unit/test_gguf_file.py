@@ -60,3 +60,41 @@ def test_row_ranges_dequantize_to_the_same_values(tiny_gguf):
     for start, stop in [(0, 1), (3, 17), (60, 64), (60, 99)]:
         np.testing.assert_array_equal(f.dequantize_rows("b.weight", start, stop), whole[start:stop])
     np.testing.assert_array_equal(f.dequantize_rows("a.weight", 1, 3), a[1:3])
+
+
+def _mapped_rss(path) -> int:
+    """Resident bytes of this process's mappings of `path` (Linux: /proc/self/smaps)."""
+    import psutil
+
+    return sum(m.rss for m in psutil.Process().memory_maps(grouped=True) if m.path == str(path))
+
+
+@pytest.mark.skipif(not hasattr(__import__("mmap"), "MADV_DONTNEED"), reason="needs madvise")
+def test_drop_pages_hands_back_what_a_read_brought_in(tmp_path):
+    """A reader a server keeps open held every page a check read (~250 MB of the bundled GGUF
+    after the model-check page): drop_pages gives them back, and later reads still work."""
+    import gguf
+
+    path = tmp_path / "big.gguf"
+    big = np.random.default_rng(1).standard_normal((1024, 1024)).astype(np.float32)   # 4 MiB
+    w = gguf.GGUFWriter(str(path), "gemma3")
+    w.add_tensor("big.weight", big)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    f = GGUFFile(path)
+    np.testing.assert_array_equal(f.dequantize("big.weight"), big)
+    assert _mapped_rss(path) >= 4 * 2**20                       # the whole tensor was read
+    f.drop_pages("big.weight")
+    assert _mapped_rss(path) < 2**20                            # only the header's pages may remain
+    np.testing.assert_array_equal(f.dequantize("big.weight"), big)
+    f.drop_pages()
+    assert _mapped_rss(path) == 0
+
+    from lib.reference.gguf_weights import GGUF
+
+    ref = GGUF(path)                                            # the references' reader drops as it reads
+    np.testing.assert_array_equal(ref.tensor("big.weight"), big)
+    np.testing.assert_array_equal(ref.rows("big.weight", [3, 700]), big[[3, 700]])
+    assert _mapped_rss(path) < 2**20
