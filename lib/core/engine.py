@@ -193,6 +193,17 @@ class Engine:
         return self.lm_head.compare(x, n, targets.to(self.lm_head.device, torch.long),
                                     transform=(lambda y: soft_cap(y, cap)) if cap else None)
 
+    @on_all_cores
+    def head_max_diff(self, x: torch.Tensor, y: torch.Tensor, rows: int = 16) -> tuple[float, float]:
+        """(max |head(x) − head(y)|, max |head(y)|) over N rows of final hidden states x, y (N, D),
+        `rows` rows at a time: the two (N, V) logits (1 MB a row with Gemma 3's 262,144-token
+        vocabulary) are never held whole."""
+        diff = scale = 0.0
+        for s in range(0, x.shape[0], rows):
+            a, b = self.head(x[None, s:s + rows])[0].float(), self.head(y[None, s:s + rows])[0].float()  # (r, V)
+            diff, scale = max(diff, float((a - b).abs().max())), max(scale, float(b.abs().max()))
+        return diff, scale
+
     # ---- internals -----------------------------------------------------------------------
     @staticmethod
     def _hook(hooks: Hooks, name: str, layer: int, x: torch.Tensor) -> torch.Tensor:

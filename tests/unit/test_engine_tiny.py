@@ -139,3 +139,16 @@ def test_left_padding_with_positions_matches_unpadded():
     pos = torch.tensor([[-1, -1, 0, 1, 2]])
     out = eng.forward(padded, eng.new_cache(), positions=pos)
     torch.testing.assert_close(out, alone, atol=1e-5, rtol=0)
+
+
+def test_head_max_diff_equals_the_whole_logits_compared():
+    """The ring check's comparison, a few rows at a time: the same numbers as both (N, V)
+    logits computed whole and compared."""
+    eng = engine_from_hf(tiny_gemma3())
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(37, eng.spec.hidden, generator=g), torch.randn(37, eng.spec.hidden, generator=g)
+    a, b = eng.head(x[None])[0].float(), eng.head(y[None])[0].float()
+    diff, scale = eng.head_max_diff(x, y, rows=8)
+    assert diff == pytest.approx(float((a - b).abs().max()), rel=1e-6)
+    assert scale == pytest.approx(float(b.abs().max()), rel=1e-6)
+    assert eng.head_max_diff(y, y) == (0.0, pytest.approx(scale, rel=1e-6))

@@ -45,15 +45,14 @@ def ring_matches_dense(engine, ids: tuple[int, ...], chunk: int = 32) -> RingPar
         raise ValueError(f"need more than {W} tokens to leave the window, got {n}")
     x = torch.tensor([list(ids)], device=engine.device)                                   # (1, n)
     dense = engine.new_cache(1, n)
-    ref = engine.forward(x, dense, logits=slice(W, n))[0].float()                         # (n - W, V)
+    ref = engine.forward(x, dense, logits="none")[0, W:]                                  # (n - W, D) final hidden
     ring = rc.RingKVCache(spec, 1, n, chunk=chunk, dtype=engine.dtype, device=engine.device)
     outs = []
     for s in range(0, n, chunk):
-        out = engine.forward(x[:, s:s + chunk], ring, logits="all")[0]                  # (c, V)
-        lo = max(W - s, 0)
-        if lo < out.shape[0]:
-            outs.append(out[lo:].float())
-    got = torch.cat(outs)                                                                 # (n - W, V)
+        out = engine.forward(x[:, s:s + chunk], ring, logits="none")[0]                 # (c, D)
+        outs.append(out[max(W - s, 0):])
+    got = torch.cat(outs)                                                                 # (n - W, D)
+    max_diff, scale = engine.head_max_diff(got, ref)      # logits 16 rows at a time, not two (n − W, V)
     bpe = torch.empty((), dtype=engine.dtype).element_size()
-    return RingParity(n, got.shape[0], float((got - ref).abs().max()), float(ref.abs().max()), ring.nbytes(),
+    return RingParity(n, got.shape[0], max_diff, scale, ring.nbytes(),
                       dense.nbytes(), cp.kv_bytes(cp.window(W + chunk - 1, "local"), spec, n, bpe), W, chunk)
