@@ -40,13 +40,9 @@ wrong = page.state.select("wrong", t("wrong_label"), ("target", "none"), "target
 cfg = SamplingConfig(T, top_p=None if top_p >= 1.0 else top_p)
 
 # ---- everything this run measures (cached per model, prompt and settings) -----------------------
-# Without top-p the distributions are L + 1 softmaxes of the forward's logits (~8 ms): called
-# directly, they do not queue for a compute slot behind a class's work before the first figure;
-# with top-p every row's nucleus is sorted (~0.1-0.9 s), cached.
-distributions = early_exit_distributions if cfg.top_p is None else runtime.cached(early_exit_distributions)
 with st.spinner(t("running")):
     exits = runtime.cached(early_exit_logits)(m.engine, prompt.ids)   # the one forward: (V,), (L, V) logits, K/V
-    p, qs = distributions(m.engine, prompt.ids, cfg, _exits=exits)   # (V,), (L, V)
+    p, qs = runtime.cached(early_exit_distributions)(m.engine, prompt.ids, cfg, _exits=exits)   # (V,), (L, V)
     q = qs[k - 1]
 
 
