@@ -5,9 +5,7 @@
         compute()          # calls held.make_way() between its forward steps
 
 A waiting computation with a lower priority number goes first; equal numbers go in the order
-their script runs began (`began`: a page that needs several computations one after another for
-its first figure keeps its place for each of them instead of going to the back of the queue
-every time), then in the order they asked. The memo asks with the number of figures the asking script run has drawn, so a
+they asked. The memo asks with the number of figures the asking script run has drawn, so a
 student whose page has nothing on screen yet goes before the next computation of a page that
 already shows three figures, however many cached results either used before (a page that needs
 ten small results for its first figure is not put behind every other page's first ones).
@@ -73,9 +71,8 @@ STARTED = PER_FIGURE // 2  # a started call (lib.serving.jobs) queues behind its
 class Held:
     """One computation's slot (see the module docstring)."""
 
-    def __init__(self, slots: "ComputeSlots", priority: int, background: bool = False, run=None,
-                 began: float | None = None):
-        self.slots, self.priority, self.background, self.run, self.began = slots, priority, background, run, began
+    def __init__(self, slots: "ComputeSlots", priority: int, background: bool = False, run=None):
+        self.slots, self.priority, self.background, self.run = slots, priority, background, run
         self.drawn_when_asked = self._drawn()
         self.age = 0                         # quanta held before `since`, at most MAX_AGE
         self.since = time.monotonic()        # holding since (or last demoted at)
@@ -113,7 +110,7 @@ class Held:
             with pause():
                 self.holding = False
                 self.slots._release()
-                self.slots._acquire(self.level() + self.age, self.background, self.run, self.began)
+                self.slots._acquire(self.level() + self.age, self.background, self.run)
                 self.holding = True
         finally:
             self._busy = False
@@ -132,7 +129,7 @@ class Held:
         while others_first():
             time.sleep(poll_s)
             cancellation.stop_if_unwanted()
-        self.slots._acquire(-1, self.background, self.run, self.began)
+        self.slots._acquire(-1, self.background, self.run)
         self.holding = True
         self.since = time.monotonic()
 
@@ -144,22 +141,20 @@ class ComputeSlots:
         self.free = n
         self.stepped_aside = 0                      # times a computation gave its slot up (for tests)
         self._cond = threading.Condition()
-        self._queue: list[tuple] = []       # heap of (priority, began, ticket number, background, run);
+        self._queue: list[tuple] = []       # heap of (priority, ticket number, background, run);
         # tickets are unique, so neither the heap nor a ticket's equality ever compares two runs
         self._tickets = itertools.count()
         self._holders: set[Held] = set()
 
     @contextmanager
-    def hold(self, priority: int = 0, background: bool = False, run=None, began: float | None = None):
-        """Hold one slot for the `with` block; wait for it behind smaller priority numbers, and
-        behind equal numbers of script runs that began earlier (`began`: time.monotonic() when
-        the asking script run began; None: now, when it asks).
+    def hold(self, priority: int = 0, background: bool = False, run=None):
+        """Hold one slot for the `with` block; wait for it behind smaller priority numbers.
         `background`: the background pre-computation's (never ahead of a measurement); `run`:
         whose work it is, as that script run's figure counter, a one-item list [figures drawn]
         (the memo's `_run.drawn`; compared by identity: never ahead of a measurement of the same
         run; its growth raises `Held.level`), or None for nobody's work."""
-        self._acquire(priority, background, run, began)
-        held = Held(self, priority, background, run, began)
+        self._acquire(priority, background, run)
+        held = Held(self, priority, background, run)
         with self._cond:
             self._holders.add(held)
         try:
@@ -183,7 +178,7 @@ class ComputeSlots:
         now = time.monotonic()
         mine = me.number(now) if number is None else number
         with self._cond:
-            if any(p <= mine for p, _, _, bg, run in self._queue if not bg and (me.run is None or run is not me.run)):
+            if any(p <= mine for p, _, bg, run in self._queue if not bg and (me.run is None or run is not me.run)):
                 return True
             return any(h is not me and h.holding and not h.background and h.number(now) <= mine
                        and (me.run is None or h.run is not me.run) for h in self._holders)
@@ -192,9 +187,9 @@ class ComputeSlots:
         with self._cond:
             return len(self._queue)
 
-    def _acquire(self, priority: int, background: bool = False, run=None, began: float | None = None) -> None:
+    def _acquire(self, priority: int, background: bool = False, run=None) -> None:
         with self._cond:
-            ticket = (priority, time.monotonic() if began is None else began, next(self._tickets), background, run)
+            ticket = (priority, next(self._tickets), background, run)
             heapq.heappush(self._queue, ticket)
             try:
                 while not (self.free and self._queue[0] == ticket):

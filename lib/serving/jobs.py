@@ -24,7 +24,6 @@ class Started:
     def __init__(self, calls):
         used, drawn, background = getattr(memo._run, "used", None), getattr(memo._run, "drawn", None), \
             prewarm.in_background()
-        began = getattr(memo._run, "began", None)
         probe = cancellation.current_probe()
         self.values, self.errors = [None] * len(calls), [None] * len(calls)
 
@@ -33,8 +32,6 @@ class Started:
                 memo._run.used = used           # this script run's provenance list
             if drawn is not None:
                 memo._run.drawn = drawn         # and its figure count (who computes next)
-            if began is not None:
-                memo._run.began = began         # and its place among equal numbers
             memo._run.started = True            # behind the script runs' own computations (compute_slots)
             prewarm.mark_background(background)  # the background visitor's work stays background
             try:

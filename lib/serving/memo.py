@@ -89,7 +89,6 @@ stats = {"computed": 0, "waited": 0, "memory": 0, "disk": 0}
 def begin_run() -> None:
     _run.used = []
     _run.drawn = [0]              # figures this script run has drawn (shared with its started calls)
-    _run.began = time.monotonic()  # its place among equal priority numbers (lib.serving.compute_slots)
     _run.patient_until = None
 
 
@@ -122,26 +121,24 @@ def _note(fn_name: str, origin: str, prov: Provenance | None) -> None:
 def _slot(workers: ComputeSlots):
     """One of `workers` for this computation, in its turn: a script run that has drawn fewer
     figures goes first (a blank page before one that shows three), and at equal figures the
-    script's own computations before the calls it started (`STARTED`), and at equal numbers the
-    script run that began first (its next computation keeps its place). Between its forward steps
+    script's own computations before the calls it started (`STARTED`). Between its forward steps
     a long computation steps aside for one that waits with a smaller number
     (lib.serving.compute_slots), giving up its model-work share meanwhile, and for a measurement
     that waits; never inside a measurement. One inside another holds its slot already."""
     if getattr(_run, "in_slot", False):
         return contextlib.nullcontext()
     drawn, later = getattr(_run, "drawn", None), compute_slots.STARTED if getattr(_run, "started", False) else 0
-    return _holding(workers, (drawn or [0])[0] * compute_slots.PER_FIGURE + later, drawn, getattr(_run, "began", None))
+    return _holding(workers, (drawn or [0])[0] * compute_slots.PER_FIGURE + later, drawn)
 
 
 @contextmanager
-def _holding(workers: ComputeSlots, priority: int, run=None, began: float | None = None):
+def _holding(workers: ComputeSlots, priority: int, run=None):
     def make_way():
         if not measuring():
             held.make_way(paused_model_work)
             make_way_for_measurement()
 
-    with workers.hold(priority, prewarm.in_background(), run, began) as held, \
-            cancellation.stepping_aside(make_way):
+    with workers.hold(priority, prewarm.in_background(), run) as held, cancellation.stepping_aside(make_way):
         _run.in_slot, _run.held = True, held
         try:
             yield

@@ -1,6 +1,5 @@
 """lib/serving/compute_slots.py: at most N at once; a lower priority number goes first, equal
-numbers in the order their script runs began, then in the order they asked; a computation
-nobody wants leaves the queue."""
+numbers in the order they asked; a computation nobody wants leaves the queue."""
 import threading
 import time
 
@@ -41,25 +40,6 @@ def test_first_figures_first_then_in_order_of_asking():
     for t in threads:
         t.join(5)
     assert order == ["first result A", "first result B", "second", "third result"]
-
-
-def test_equal_numbers_go_in_the_order_their_script_runs_began():
-    slots, order = ComputeSlots(1), []
-    held = slots.hold(0)
-    held.__enter__()
-    now, threads = time.monotonic(), []
-    for name, priority, began in [("B, began last", 0, now), ("asks with no run", 0, None),
-                                  ("A, began first", 0, now - 2.0), ("C, a smaller number", -1, now)]:
-        def work(name=name, priority=priority, began=began):
-            with slots.hold(priority, began=began):
-                order.append(name)
-        threads.append(threading.Thread(target=work, daemon=True))
-        threads[-1].start()
-        _until(lambda n=len(threads): slots.waiting() == n)
-    held.__exit__(None, None, None)
-    for t in threads:
-        t.join(5)
-    assert order == ["C, a smaller number", "A, began first", "B, began last", "asks with no run"]
 
 
 def test_never_more_than_n_at_once():

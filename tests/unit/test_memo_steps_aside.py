@@ -200,7 +200,7 @@ def test_a_measurement_waits_for_a_blank_page_that_asks_for_nothing_right_now(tw
 
 def _queued_order(sessions) -> list:
     """Each of `sessions` (a keyword dict: arg, figures drawn, cached results used, started: through
-    lib.serving.jobs, began_earlier_s: its script run began that much earlier) asks, one after another, for the only slot while another computation holds
+    lib.serving.jobs) asks, one after another, for the only slot while another computation holds
     it; returns the order in which they then computed."""
     from lib.serving import jobs
 
@@ -214,9 +214,8 @@ def _queued_order(sessions) -> list:
         order.append(x)
         return x
 
-    def session(arg, figures=0, results=0, started=False, began_earlier_s=0.0):
+    def session(arg, figures=0, results=0, started=False):
         memo_module.begin_run()
-        memo_module._run.began -= began_earlier_s          # a script run that began before the others
         for _ in range(figures):
             memo_module.figure_drawn()
         memo_module._run.used.extend([None] * results)    # cached results it already used
@@ -257,18 +256,6 @@ def test_a_started_call_queues_behind_a_blank_pages_own_computation(one_slot, mo
     order = _queued_order([dict(arg="A started", started=True), dict(arg="B own"),
                            dict(arg="C shows a figure", figures=1)])
     assert order == ["B own", "A started", "C shows a figure"]
-
-
-def test_a_pages_next_computation_keeps_its_place_among_blank_pages(one_slot, monkeypatch):
-    """Two blank pages: B's first computation asked for the only slot before A's second one (A
-    needs two for its first figure), but A's script run began first, so A goes first: a page
-    that needs several computations one after another is not sent to the back each time. A call
-    A started for later still queues behind B's own computation."""
-    monkeypatch.setattr(compute_slots, "QUANTUM_S", 60.0)
-    order = _queued_order([dict(arg="B own"), dict(arg="A own, its second", began_earlier_s=1.0)])
-    assert order == ["A own, its second", "B own"]
-    order = _queued_order([dict(arg="B own"), dict(arg="A started", started=True, began_earlier_s=1.0)])
-    assert order == ["B own", "A started"]
 
 
 def test_a_long_first_figure_does_not_step_aside_for_a_page_that_shows_one(one_slot):
