@@ -7,7 +7,7 @@ thread runs Python, every take-back waits for that thread's switch interval (5 m
 forward's time grows with its number of operations, not its arithmetic. A TorchScript function
 runs all its operations in one call, with the GIL given up once.
 
-Measured, each the best of a few runs, one thread of tensor work:
+Measured, each the median of a few runs (bench.common.median_time), one thread of tensor work:
 - one forward of the model (a 20-token prompt): alone, and beside one thread running pure Python;
 - the aten operations that forward dispatches;
 - a chain of 600 small operations (200 x (x @ w, tanh, scale, add) on a (20, 64) tensor), eager and
@@ -23,6 +23,7 @@ from contextlib import contextmanager
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from bench.common import median_time
 from lib.core import threads
 from lib.model.tokens import encode_prompt
 
@@ -57,13 +58,9 @@ def busy_python_thread():
         t.join()
 
 
-def best_ms(fn, repeats: int) -> float:
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return round(1000 * min(out), 1)
+def ms(fn, repeat: int) -> float:
+    """Median milliseconds of fn() over `repeat` runs (warmed up before)."""
+    return round(1000 * median_time(fn, repeat=repeat, warmup=0), 1)
 
 
 class _CountOps(TorchDispatchMode):
@@ -94,12 +91,12 @@ def measure(model) -> dict:
             forward()
         out["gil_forward_aten_ops"] = counter.n
         out["gil_forward_tokens"] = int(ids.shape[1])
-        out["gil_forward_alone_ms"] = best_ms(forward, 5)
-        out["gil_chain_eager_alone_ms"] = best_ms(lambda: chain(x, w), 5)
-        out["gil_chain_scripted_alone_ms"] = best_ms(lambda: scripted(x, w), 5)
+        out["gil_forward_alone_ms"] = ms(forward, 5)
+        out["gil_chain_eager_alone_ms"] = ms(lambda: chain(x, w), 5)
+        out["gil_chain_scripted_alone_ms"] = ms(lambda: scripted(x, w), 5)
         with busy_python_thread():
-            out["gil_forward_beside_busy_ms"] = best_ms(forward, 1)
-            out["gil_chain_eager_beside_busy_ms"] = best_ms(lambda: chain(x, w), 1)
-            out["gil_chain_scripted_beside_busy_ms"] = best_ms(lambda: scripted(x, w), 3)
+            out["gil_forward_beside_busy_ms"] = ms(forward, 1)
+            out["gil_chain_eager_beside_busy_ms"] = ms(lambda: chain(x, w), 1)
+            out["gil_chain_scripted_beside_busy_ms"] = ms(lambda: scripted(x, w), 3)
     out["gil_switch_interval_ms"] = 1000 * sys.getswitchinterval()
     return out
