@@ -1,17 +1,17 @@
 """`python -m bench --only gil_contention`: the model's forward beside a busy Python thread.
 
-Why a class's first figures wait (issue 29): in one server process the sessions' Python (their
+Why a class's first figures waited (issue 29): in one server process the sessions' Python (their
 page scripts) and the model's forwards share one GIL. A forward is thousands of small tensor
 operations, and PyTorch gives the GIL up for each and takes it back after; while another
-thread runs Python, every take-back waits for that thread's switch interval (5 ms). So the
-forward's time grows with its number of operations, not its arithmetic. A TorchScript function
-runs all its operations in one call, with the GIL given up once.
+thread runs Python, every take-back waits for that thread's switch interval (5 ms). So an eager
+forward's time grows with its number of operations, not its arithmetic. The engine therefore
+runs each hook-free layer as two compiled calls, and the quantized LM head as one
+(lib/core/one_call.py), each giving the GIL up once.
 
 Measured, each the median of a few runs (bench.common.median_time), one thread of tensor work:
-- one forward of the model (a 20-token prompt): alone, and beside one thread running pure Python;
-- the aten operations that forward dispatches;
-- a chain of 600 small operations (200 x (x @ w, tanh, scale, add) on a (20, 64) tensor), eager and
-  as `torch.jit.script`, alone and beside the busy thread.
+one forward of the model (a 20-token prompt, the next token's logits), as the engine runs it
+(compiled layers and head) and eagerly (`one_call.eager_only()`), alone and beside one thread
+running pure Python; and the aten operations that forward dispatches.
 """
 from __future__ import annotations
 
@@ -24,17 +24,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from bench.common import median_time
-from lib.core import threads
+from lib.core import one_call, threads
 from lib.model.tokens import encode_prompt
 
 PROMPT = "My grandmother grew tomatoes, beans and chillies in a small garden behind the house, and every"
-
-
-def chain(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """600 small tensor operations, one after another."""
-    for _ in range(200):
-        x = torch.tanh(x @ w) + x * 0.5
-    return x
 
 
 @contextmanager
@@ -80,23 +73,22 @@ def measure(model) -> dict:
     def forward():
         eng.forward(ids, eng.new_cache(1, ids.shape[1]), logits="last")
 
-    x, w = torch.randn(20, 64), torch.randn(64, 64) / 8
-    scripted = torch.jit.script(chain)
+    def eager_forward():
+        with one_call.eager_only():
+            forward()
+
     out = {}
     with threads.cores(1):
-        for f in (forward, lambda: chain(x, w), lambda: scripted(x, w)):
-            f()                                             # warm-up
+        forward(), eager_forward()                          # warm-up (and the compilation)
         counter = _CountOps()
         with counter:
             forward()
         out["gil_forward_aten_ops"] = counter.n
         out["gil_forward_tokens"] = int(ids.shape[1])
-        out["gil_forward_alone_ms"] = ms(forward, 5)
-        out["gil_chain_eager_alone_ms"] = ms(lambda: chain(x, w), 5)
-        out["gil_chain_scripted_alone_ms"] = ms(lambda: scripted(x, w), 5)
+        out["gil_forward_compiled_alone_ms"] = ms(forward, 5)
+        out["gil_forward_eager_alone_ms"] = ms(eager_forward, 5)
         with busy_python_thread():
-            out["gil_forward_beside_busy_ms"] = ms(forward, 1)
-            out["gil_chain_eager_beside_busy_ms"] = ms(lambda: chain(x, w), 1)
-            out["gil_chain_scripted_beside_busy_ms"] = ms(lambda: scripted(x, w), 3)
+            out["gil_forward_compiled_beside_busy_ms"] = ms(forward, 3)
+            out["gil_forward_eager_beside_busy_ms"] = ms(eager_forward, 3)
     out["gil_switch_interval_ms"] = 1000 * sys.getswitchinterval()
     return out

@@ -29,68 +29,30 @@ One layer (Gemma 3; Llama-family skips the norms marked *):
 Hooks: `hooks={name: fn(layer, tensor) -> tensor | None}` read (return None) or replace
 (return a tensor) the activation at any name above, plus "embed" (layer -1) and "final"
 (after the last norm). `lib.core.hooks.Recorder` builds reading hooks.
+
+The layer's building blocks are functions in lib/core/layer.py. Without hooks a layer runs as
+two compiled calls, `attention_in` and `attention_out_and_mlp` (lib/core/one_call.py: in a busy
+server each eager tensor operation waits for the GIL); with hooks the same blocks run one by one,
+each activation handed to its hook. The two give the same numbers bit for bit.
 """
 from __future__ import annotations
 
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 
 from lib.core.engine_weights import EngineWeights, LayerWeights
 from lib.core.cache.dense import KVCache
-from lib.core.cache.protocol import PAD_POSITION, KVCacheProtocol
+from lib.core.cache.protocol import KVCacheProtocol
 from lib.core.cancellation import checkpoint
-from lib.core.matmul import rows_times
+from lib.core.layer import (attention_in, attention_mask, attention_out_and_mlp, gated_activation, gqa_scores,
+                            linear, qkv_heads, rms_norm, soft_cap, weighted_values)
+from lib.core.one_call import compiled
 from lib.core.spec import ModelSpec
 from lib.core.rope import apply_rope, cos_sin, inv_frequencies
 from lib.core.threads import on_all_cores
 
 Hooks = dict[str, Callable[[int, torch.Tensor], torch.Tensor | None]]
-
-
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, offset: float,
-             dtype: torch.dtype | None = None) -> torch.Tensor:
-    """x / rms(x) * (offset + weight), computed in float32 (as transformers does), returned
-    in `dtype` (default: x's)."""
-    xf = x.float()
-    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
-    return (y * (offset + weight.float())).to(dtype or x.dtype)
-
-
-def attention_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) -> torch.Tensor:
-    """Which keys each query may see: (B, T) x (B, S) positions -> (B, 1, T, S) bool.
-
-    Causal (key position <= query position), inside the window if any
-    (key position > query position - window), and never a padding entry (position -1)."""
-    q, k = q_pos[:, None, :, None], k_pos[:, None, None, :]
-    allowed = (k <= q) & (k != PAD_POSITION)
-    if window is not None:
-        allowed &= k > q - window
-    return allowed
-
-
-def linear(x: torch.Tensor, w_t: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x (..., in) @ w_t (in, out) [+ bias] -> (..., out); several rows through oneDNN
-    (lib/core/matmul.py: 2-3x faster than the default BLAS on this CPU)."""
-    y = rows_times(x, w_t)
-    return y if bias is None else y + bias
-
-
-def soft_cap(x: torch.Tensor, cap: float | None) -> torch.Tensor:
-    """tanh(x / cap) * cap: squashes values smoothly into (-cap, cap) (Gemma 2 scores and
-    logits); no cap (None or 0) returns x itself."""
-    return torch.tanh(x / cap) * cap if cap else x
-
-
-def gqa_scores(q: torch.Tensor, keys: torch.Tensor, spec: ModelSpec) -> torch.Tensor:
-    """Scaled (and soft-capped) attention scores with grouped-query attention, without copying
-    K: the G query heads that share a KV head are stacked along the query axis.
-    q (B, H, T, d), keys (B, Hkv, S, d) -> scores (B, H, T, S), before any mask."""
-    B, H, T, d = q.shape
-    qg = q.reshape(B, spec.n_kv_heads, spec.group_size * T, d)               # (B, Hkv, G*T, d)
-    scores = (qg @ keys.transpose(-1, -2)) * spec.attn_scale                 # (B, Hkv, G*T, S)
-    return soft_cap(scores.view(B, H, T, keys.shape[2]), spec.attn_softcap)  # (B, H, T, S)
 
 
 class Engine:
@@ -214,47 +176,50 @@ class Engine:
         return x if out is None else out
 
     def _layer(self, l, w: LayerWeights, x, positions, cache: KVCacheProtocol, cos_sin_, hooks):
-        spec, eps, off = self.spec, self.spec.rms_eps, self.spec.norm_offset
+        spec, eps, off = self.spec, self.spec.rms_eps, float(self.spec.norm_offset)
+        norm_q, norm_k = (w.norm_q, w.norm_k) if spec.qk_norm else (None, None)
+        norm_attn_out, norm_mlp_out = (w.norm_attn_out, w.norm_mlp_out) if spec.sandwich_norm else (None, None)
+        attention_in_ = None if hooks else compiled(attention_in)
+        attention_out_and_mlp_ = None if hooks else compiled(attention_out_and_mlp)
+        if attention_in_ is not None and attention_out_and_mlp_ is not None:
+            # no hooks: the layer as two compiled calls, each giving the GIL up once (lib/core/one_call.py)
+            q, k, v = attention_in_(x, w.norm_attn_in, w.w_qkv, w.b_qkv, norm_q, norm_k, *cos_sin_,
+                                    spec.n_heads, spec.n_kv_heads, eps, off, self.dtype)
+            keys, values, k_pos = cache.append(l, k, v, positions)          # (B, Hkv, S, d), (B, S)
+            return attention_out_and_mlp_(x, q, keys, values, positions, k_pos, spec.windows[l], spec.attn_scale,
+                                          spec.attn_softcap, torch.finfo(self.dtype).min, w.wo, norm_attn_out,
+                                          w.norm_mlp_in, w.w_gate_up, w.w_down, norm_mlp_out,
+                                          spec.activation == "gelu_tanh", eps, off, self.dtype)
         B, T, _ = x.shape
-        H, Hkv, d = spec.n_heads, spec.n_kv_heads, spec.head_dim
         h = self._hook(hooks, "attn_in", l, rms_norm(x, w.norm_attn_in, eps, off, self.dtype))
-        q, k, v = linear(h, w.w_qkv, w.b_qkv).split([H * d, Hkv * d, Hkv * d], dim=-1)   # one product
-        q = q.view(B, T, H, d).transpose(1, 2)                               # (B, H, T, d)
-        k = k.view(B, T, Hkv, d).transpose(1, 2)                             # (B, Hkv, T, d)
-        v = v.view(B, T, Hkv, d).transpose(1, 2)                             # (B, Hkv, T, d)
-        if spec.qk_norm:
-            q, k = rms_norm(q, w.norm_q, eps, off), rms_norm(k, w.norm_k, eps, off)
+        q, k, v = qkv_heads(h, w.w_qkv, w.b_qkv, spec.n_heads, spec.n_kv_heads)    # (B, H|Hkv, T, d)
+        if norm_q is not None:
+            q, k = rms_norm(q, norm_q, eps, off), rms_norm(k, norm_k, eps, off)
         q, k = apply_rope(q, *cos_sin_), apply_rope(k, *cos_sin_)
         q, k, v = (self._hook(hooks, n, l, t) for n, t in (("q", q), ("k", k), ("v", v)))
 
         keys, values, k_pos = cache.append(l, k, v, positions)          # (B, Hkv, S, d), (B, S)
         a = self._attention(l, q, keys, values, positions, k_pos, hooks)  # (B, H, T, d)
         a = linear(a.transpose(1, 2).reshape(B, T, -1), w.wo)           # (B, T, D)
-        if spec.sandwich_norm:
-            a = rms_norm(a, w.norm_attn_out, eps, off, x.dtype)
+        if norm_attn_out is not None:
+            a = rms_norm(a, norm_attn_out, eps, off, x.dtype)
         a = self._hook(hooks, "attn_out", l, a)
         x = self._hook(hooks, "resid_mid", l, x + a)
 
         h = self._hook(hooks, "mlp_in", l, rms_norm(x, w.norm_mlp_in, eps, off, self.dtype))
-        g, u = linear(h, w.w_gate_up).chunk(2, dim=-1)                  # (B, T, I) each, one product
-        g = F.gelu(g, approximate="tanh") if spec.activation == "gelu_tanh" else F.silu(g)
-        act = self._hook(hooks, "mlp_act", l, g * u)                     # (B, T, I)
+        act = self._hook(hooks, "mlp_act", l, gated_activation(h, w.w_gate_up, spec.activation == "gelu_tanh"))
         m = linear(act, w.w_down)                                        # (B, T, D)
-        if spec.sandwich_norm:
-            m = rms_norm(m, w.norm_mlp_out, eps, off, x.dtype)
+        if norm_mlp_out is not None:
+            m = rms_norm(m, norm_mlp_out, eps, off, x.dtype)
         return self._hook(hooks, "resid_out", l, x + m)
 
     def _attention(self, l, q, keys, values, q_pos, k_pos, hooks):
-        """Grouped-query attention without copying K/V (see gqa_scores).
+        """Grouped-query attention without copying K/V (see grouped_scores).
         q (B, H, T, d), keys/values (B, Hkv, S, d) -> (B, H, T, d)."""
-        spec = self.spec
-        B, H, T, d = q.shape
-        S = keys.shape[2]
-        scores = gqa_scores(q, keys, spec)                                    # (B, H, T, S)
-        allowed = attention_mask(q_pos, k_pos, spec.windows[l])              # (B, 1, T, S)
+        scores = gqa_scores(q, keys, self.spec)                              # (B, H, T, S)
+        allowed = attention_mask(q_pos, k_pos, self.spec.windows[l])        # (B, 1, T, S)
         scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
         scores = self._hook(hooks, "scores", l, scores)
         probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)            # (B, H, T, S)
         probs = self._hook(hooks, "probs", l, probs)
-        out = probs.view(B, spec.n_kv_heads, spec.group_size * T, S) @ values  # (B, Hkv, G*T, d)
-        return out.view(B, H, T, d)
+        return weighted_values(probs, values)

@@ -19,6 +19,8 @@ built for that (lib/decoding/sampling.sample_next).
 """
 from __future__ import annotations
 
+from typing import List, Optional, Union
+
 import torch
 
 MANY_ROWS = 2             # from this many rows, products go to oneDNN
@@ -35,6 +37,7 @@ def _onednn_linear():
 
 
 ONEDNN_LINEAR = _onednn_linear()
+ONEDNN_AVAILABLE = ONEDNN_LINEAR is not None
 
 
 def onednn_suits(rows: torch.Tensor) -> bool:
@@ -43,10 +46,16 @@ def onednn_suits(rows: torch.Tensor) -> bool:
             and rows.device.type == "cpu")
 
 
-def rows_times(x: torch.Tensor, w_t: torch.Tensor) -> torch.Tensor:
+def rows_times(x: torch.Tensor, w_t: torch.Tensor, onednn: bool = ONEDNN_AVAILABLE,
+               many_rows: int = MANY_ROWS) -> torch.Tensor:
     """x (..., in) @ w_t (in, out) -> (..., out): oneDNN for several float32 rows on the CPU,
-    torch.matmul otherwise (one row, another dtype or device)."""
+    torch.matmul otherwise (one row, another dtype or device). TorchScript compiles it too
+    (lib/core/engine.py's one-call layer), and reads no global: hence the two parameters,
+    whose defaults are this build's."""
     rows = x.reshape(-1, x.shape[-1])                                        # (N, in)
-    if onednn_suits(rows) and w_t.dtype == torch.float32:
-        return ONEDNN_LINEAR(rows, w_t.t()).view(*x.shape[:-1], w_t.shape[1])
+    if (onednn and rows.shape[0] >= many_rows and rows.dtype == torch.float32
+            and rows.device.type == "cpu" and w_t.dtype == torch.float32):
+        no_scalars: List[Optional[Union[int, float, complex]]] = []          # the op's `Scalar?[]`
+        y = torch.ops.mkldnn._linear_pointwise(rows, w_t.t(), None, "none", no_scalars, "")
+        return y.unflatten(0, x.shape[:-1])
     return x @ w_t

@@ -28,7 +28,8 @@ import torch
 
 from lib.core.cancellation import checkpoint
 
-from lib.core.matmul import ONEDNN_LINEAR, onednn_suits
+from lib.core.matmul import ONEDNN_LINEAR, onednn_suits, rows_times
+from lib.core.one_call import compiled
 from lib.core.online_softmax import running_argmax, running_comparison, running_nll
 
 MAX_BLOCKS = 32
@@ -120,6 +121,23 @@ class VocabMatrix:
         return VocabMatrix(self.blocks.to(device=device, dtype=dtype))
 
 
+def expanded_product(rows: torch.Tensor, q: torch.Tensor, scales: torch.Tensor, chunk: int,
+                     group: int) -> torch.Tensor:
+    """rows (N, D) @ E^T for E = Q8_0 (int8 q (V, D), one scale per `group` values: scales
+    (V, D / group)), expanding `chunk` rows of E to float32 at a time into one reused buffer
+    -> (N, V). The same operations as Q8VocabMatrix's chunked loop, written for TorchScript."""
+    V, D = q.shape[0], q.shape[1]
+    y = torch.empty(rows.shape[0], V, dtype=torch.float32)                   # (N, V)
+    buf = torch.empty(chunk, D, dtype=torch.float32)                          # (c, D), reused
+    for s in range(0, V, chunk):
+        e = min(s + chunk, V)
+        w = buf[:e - s]
+        w.copy_(q[s:e])                                                       # int8 -> float32, exact
+        w.view(-1, D // group, group).mul_(scales[s:e].unsqueeze(2))
+        y[:, s:e] = rows_times(rows, w.t())                                   # (N, e - s)
+    return y
+
+
 class Q8VocabMatrix:
     """E (V, D) as GGUF's Q8_0 stores it: int8 values `q` (V, D) and one scale per 32
     consecutive values of a row, `scales` (V, D / 32): E[t, j] = scales[t, j // 32] * q[t, j].
@@ -190,12 +208,19 @@ class Q8VocabMatrix:
         return self.rows(0, self.vocab).t()
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
-        """The LM head: x (..., D) -> x @ E^T (..., V), CHUNK rows of E expanded at a time."""
+        """The LM head: x (..., D) -> x @ E^T (..., V), CHUNK rows of E expanded at a time. Up to
+        FEW_ROWS rows (decoding, a prompt's last token) in one compiled call (lib/core/one_call.py:
+        ~1,500 small operations that would each wait for the GIL in a busy server); more rows
+        eagerly, with a cancellation checkpoint between chunks."""
         lead = x.shape[:-1]
         rows = x.reshape(-1, self.hidden).float()                             # (N, D)
-        y = rows.new_empty(rows.shape[0], self.vocab)                         # (N, V)
-        for s, chunk in self._chunks(rows):
-            y[:, s:s + chunk.shape[1]] = chunk
+        one_call = compiled(expanded_product) if rows.shape[0] <= self.FEW_ROWS else None
+        if one_call is not None:
+            y = one_call(rows, self.q, self.scales, self.CHUNK, self.GROUP)
+        else:
+            y = rows.new_empty(rows.shape[0], self.vocab)                     # (N, V)
+            for s, chunk in self._chunks(rows):
+                y[:, s:s + chunk.shape[1]] = chunk
         return y.reshape(*lead, self.vocab)
 
     def argmax(self, x: torch.Tensor, transform=None) -> torch.Tensor:

@@ -2,7 +2,7 @@
 import torch
 
 from lib.concepts.gqa import gqa
-from lib.core.engine import attention_mask
+from lib.core.layer import attention_mask
 from lib.model.from_transformers import engine_from_hf
 from tests.conftest import tiny_gemma3, tiny_llama
 

@@ -90,7 +90,7 @@ def test_argmax_one_chunk_at_a_time_is_the_argmax_of_the_whole_logits(n_rows, mo
     many-rows path; a maximum tied across chunks goes to the first token (as torch.argmax),
     and a transform (a soft cap that saturates two different logits to one value) is applied
     before comparing."""
-    from lib.core.engine import soft_cap
+    from lib.core.layer import soft_cap
     from lib.core.vocab_matrix import Q8VocabMatrix
 
     monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 1024)
@@ -122,7 +122,7 @@ def test_nll_one_chunk_at_a_time_is_logsumexp_minus_the_target_logit(n_rows, mon
     computed on the whole (N, V) logits, with targets in the first, a middle and the last
     (ragged) chunk, a soft cap applied first, and logits large enough that exp() of them
     overflows float32 (the running maximum must be subtracted)."""
-    from lib.core.engine import soft_cap
+    from lib.core.layer import soft_cap
     from lib.core.vocab_matrix import Q8VocabMatrix
 
     monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 1024)
@@ -153,7 +153,7 @@ def test_comparison_one_chunk_at_a_time_is_the_whole_logits_in_float64(n_runs, m
     equal the ones log_softmax gives over the whole (rows, V) logits in float64, with targets in
     several chunks, a soft cap, logits large enough to overflow exp() in float32, a run equal to
     the reference (KL exactly 0) and one that differs."""
-    from lib.core.engine import soft_cap
+    from lib.core.layer import soft_cap
     from lib.core.vocab_matrix import Q8VocabMatrix
 
     monkeypatch.setattr(Q8VocabMatrix, "CHUNK", 1024)

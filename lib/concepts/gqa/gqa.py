@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from lib.core.engine import Engine, attention_mask, linear, rms_norm
+from lib.core.engine import Engine
+from lib.core.layer import attention_mask, linear, rms_norm
 from lib.core.hooks import Recorder
 from lib.core.cache.dense import KVCache
 from lib.reference.attention_reference import eager_attention

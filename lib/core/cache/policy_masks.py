@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from lib.core.engine import gqa_scores
+from lib.core.layer import gqa_scores
 from lib.core.cache.policy import CachePolicy, policy_window, query_slot, visible
 from lib.core.cache.dense import KVCache
 from lib.core.rope import rerotate

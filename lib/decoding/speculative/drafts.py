@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import torch
 
 from lib.core.cache.dense import KVCache
-from lib.core.engine import Engine, linear, rms_norm, soft_cap
+from lib.core.engine import Engine
+from lib.core.layer import linear, rms_norm, soft_cap
 from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
 
 
