@@ -30,10 +30,11 @@ Hooks: `hooks={name: fn(layer, tensor) -> tensor | None}` read (return None) or 
 (return a tensor) the activation at any name above, plus "embed" (layer -1) and "final"
 (after the last norm). `lib.core.hooks.Recorder` builds reading hooks.
 
-The layer's building blocks are functions in lib/core/layer.py. Without hooks a layer runs as
-two compiled calls, `attention_in` and `attention_out_and_mlp` (lib/core/one_call.py: in a busy
-server each eager tensor operation waits for the GIL); with hooks the same blocks run one by one,
-each activation handed to its hook. The two give the same numbers bit for bit.
+The layer's building blocks are functions in lib/core/layer.py. Unless a hook asks for an
+activation inside them, a layer runs as two compiled calls, `attention_in` (to "q", "k", "v")
+and `attention_out_and_mlp` (to "resid_out"), lib/core/one_call.py: in a busy server each eager
+tensor operation waits for the GIL. Otherwise the same blocks run one by one, each activation
+handed to its hook. The two give the same numbers bit for bit.
 """
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ from lib.core.rope import apply_rope, cos_sin, inv_frequencies
 from lib.core.threads import on_all_cores
 
 Hooks = dict[str, Callable[[int, torch.Tensor], torch.Tensor | None]]
+# activations inside attention_in / attention_out_and_mlp: a hook on any of them runs the eager layer
+INSIDE_THE_HALVES = frozenset({"attn_in", "scores", "probs", "attn_out", "resid_mid", "mlp_in", "mlp_act"})
 
 
 class Engine:
@@ -179,17 +182,21 @@ class Engine:
         spec, eps, off = self.spec, self.spec.rms_eps, float(self.spec.norm_offset)
         norm_q, norm_k = (w.norm_q, w.norm_k) if spec.qk_norm else (None, None)
         norm_attn_out, norm_mlp_out = (w.norm_attn_out, w.norm_mlp_out) if spec.sandwich_norm else (None, None)
-        attention_in_ = None if hooks else compiled(attention_in)
-        attention_out_and_mlp_ = None if hooks else compiled(attention_out_and_mlp)
+        inside = hooks.keys() & INSIDE_THE_HALVES
+        attention_in_ = None if inside else compiled(attention_in)
+        attention_out_and_mlp_ = None if inside else compiled(attention_out_and_mlp)
         if attention_in_ is not None and attention_out_and_mlp_ is not None:
-            # no hooks: the layer as two compiled calls, each giving the GIL up once (lib/core/one_call.py)
+            # no hook inside the halves: the layer as two compiled calls, each giving the GIL up
+            # once (lib/core/one_call.py); hooks on q, k, v and the layer's output still run
             q, k, v = attention_in_(x, w.norm_attn_in, w.w_qkv, w.b_qkv, norm_q, norm_k, *cos_sin_,
                                     spec.n_heads, spec.n_kv_heads, eps, off, self.dtype)
+            q, k, v = (self._hook(hooks, n, l, t) for n, t in (("q", q), ("k", k), ("v", v)))
             keys, values, k_pos = cache.append(l, k, v, positions)          # (B, Hkv, S, d), (B, S)
-            return attention_out_and_mlp_(x, q, keys, values, positions, k_pos, spec.windows[l], spec.attn_scale,
-                                          spec.attn_softcap, torch.finfo(self.dtype).min, w.wo, norm_attn_out,
-                                          w.norm_mlp_in, w.w_gate_up, w.w_down, norm_mlp_out,
-                                          spec.activation == "gelu_tanh", eps, off, self.dtype)
+            x = attention_out_and_mlp_(x, q, keys, values, positions, k_pos, spec.windows[l], spec.attn_scale,
+                                       spec.attn_softcap, torch.finfo(self.dtype).min, w.wo, norm_attn_out,
+                                       w.norm_mlp_in, w.w_gate_up, w.w_down, norm_mlp_out,
+                                       spec.activation == "gelu_tanh", eps, off, self.dtype)
+            return self._hook(hooks, "resid_out", l, x)
         B, T, _ = x.shape
         h = self._hook(hooks, "attn_in", l, rms_norm(x, w.norm_attn_in, eps, off, self.dtype))
         q, k, v = qkv_heads(h, w.w_qkv, w.b_qkv, spec.n_heads, spec.n_kv_heads)    # (B, H|Hkv, T, d)

@@ -141,7 +141,7 @@ def test_float32_vocabulary_option_expands_the_q8_matrix(real_model, monkeypatch
 
 def test_compiled_layers_equal_the_eager_layers_past_the_window(real_model):
     """The real model's hook-free forward (each layer as two compiled calls: lib/core/one_call.py)
-    against the same forward through the eager building blocks (any hook), over 600 tokens: past
+    against the same forward through the eager building blocks (a hook inside the layer), over 600 tokens: past
     Gemma 3's 512-token sliding window, so the local layers' masks cut. Bit for bit."""
     from lib.concepts.model_check.foundation import long_ids
     from lib.core import one_call
@@ -150,5 +150,5 @@ def test_compiled_layers_equal_the_eager_layers_past_the_window(real_model):
     assert one_call.compiled(attention_in) is not None
     eng, ids = real_model.engine, long_ids(real_model)[None]              # (1, 600)
     fast = eng.forward(ids, eng.new_cache(1, ids.shape[1]), logits="none")
-    eager = eng.forward(ids, eng.new_cache(1, ids.shape[1]), logits="none", hooks={"embed": lambda l, x: None})
+    eager = eng.forward(ids, eng.new_cache(1, ids.shape[1]), logits="none", hooks={"mlp_act": lambda l, x: None})
     assert ids.shape[1] > max(w for w in real_model.spec.windows if w) and torch.equal(fast, eager)

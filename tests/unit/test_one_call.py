@@ -1,6 +1,6 @@
 """The engine's layer as two compiled calls (lib/core/one_call.py, lib/core/layer.py) is the eager
 layer bit for bit: the hook-free path (compiled) against the same forward with a hook that reads
-nothing (the eager building blocks one by one), on tiny Gemma 3, Llama, Qwen2 (q/k/v biases) and
+nothing inside a layer (the eager building blocks one by one), on tiny Gemma 3, Llama, Qwen2 (q/k/v biases) and
 Qwen3 (q/k norms) models: prompts past a sliding window, a padded batch, decoding steps."""
 import pytest
 import torch
@@ -10,7 +10,7 @@ from lib.core.layer import attention_in, attention_out_and_mlp
 from lib.model.from_transformers import engine_from_hf
 from tests.conftest import tiny_gemma3, tiny_llama
 
-EAGER = {"embed": lambda layer, x: None}           # any hook: the engine runs the eager layer
+EAGER = {"mlp_act": lambda layer, x: None}         # a hook inside the halves: the engine runs the eager layer
 
 
 def test_this_torch_compiles_the_layer():
@@ -38,6 +38,30 @@ def test_compiled_layer_equals_the_eager_layer(kind):
     (a, a_steps), (b, b_steps) = out
     assert torch.equal(a, b)
     assert all(torch.equal(x, y) for x, y in zip(a_steps, b_steps))
+
+
+def test_hooks_outside_the_halves_see_the_same_activations_on_either_path():
+    """Hooks on q, k, v and resid_out run between and after the compiled halves: they read what
+    the eager layer hands them, and a replacing one changes the result the same way."""
+    eng = engine_from_hf(tiny_gemma3(window=8))
+    ids = torch.randint(0, 97, (1, 12), generator=torch.Generator().manual_seed(2))
+    runs = []
+    for extra in ({}, EAGER):
+        seen = {}
+
+        def reader(name):
+            def read(layer, t):
+                seen[name, layer] = t.clone()
+            return read
+        hooks = {n: reader(n) for n in ("q", "k", "v")}
+        hooks["resid_out"] = lambda l, t: t * 0.5 if l == 2 else None
+        logits = eng.forward(ids, eng.new_cache(1, 16), hooks={**hooks, **extra}, logits="all")
+        runs.append((seen, logits))
+    (seen_a, a), (seen_b, b) = runs
+    assert seen_a.keys() == seen_b.keys() and len(seen_a) == 3 * 6
+    assert all(torch.equal(seen_a[k], seen_b[k]) for k in seen_a)
+    assert torch.equal(a, b)
+    assert not torch.equal(a, eng.forward(ids, eng.new_cache(1, 16), logits="all"))
 
 
 def test_a_hook_still_sees_and_replaces_activations():
