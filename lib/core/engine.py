@@ -179,24 +179,39 @@ class Engine:
         return x if out is None else out
 
     def _layer(self, l, w: LayerWeights, x, positions, cache: KVCacheProtocol, cos_sin_, hooks):
+        if not hooks.keys() & INSIDE_THE_HALVES:
+            halves = compiled(attention_in), compiled(attention_out_and_mlp)
+            if None not in halves:
+                return self._layer_in_two_calls(halves, l, w, x, positions, cache, cos_sin_, hooks)
+        return self._layer_step_by_step(l, w, x, positions, cache, cos_sin_, hooks)
+
+    def _norms(self, w: LayerWeights):
+        """The layer's optional norms: (q, k, attention output, MLP output), None where the
+        architecture has none."""
+        spec = self.spec
+        return ((w.norm_q, w.norm_k) if spec.qk_norm else (None, None)) + \
+            ((w.norm_attn_out, w.norm_mlp_out) if spec.sandwich_norm else (None, None))
+
+    def _layer_in_two_calls(self, halves, l, w: LayerWeights, x, positions, cache: KVCacheProtocol, cos_sin_, hooks):
+        """No hook inside the halves: the layer as two compiled calls (lib/core/layer.py), each
+        giving the GIL up once (lib/core/one_call.py); hooks on q, k, v and resid_out still run."""
         spec, eps, off = self.spec, self.spec.rms_eps, float(self.spec.norm_offset)
-        norm_q, norm_k = (w.norm_q, w.norm_k) if spec.qk_norm else (None, None)
-        norm_attn_out, norm_mlp_out = (w.norm_attn_out, w.norm_mlp_out) if spec.sandwich_norm else (None, None)
-        inside = hooks.keys() & INSIDE_THE_HALVES
-        attention_in_ = None if inside else compiled(attention_in)
-        attention_out_and_mlp_ = None if inside else compiled(attention_out_and_mlp)
-        if attention_in_ is not None and attention_out_and_mlp_ is not None:
-            # no hook inside the halves: the layer as two compiled calls, each giving the GIL up
-            # once (lib/core/one_call.py); hooks on q, k, v and the layer's output still run
-            q, k, v = attention_in_(x, w.norm_attn_in, w.w_qkv, w.b_qkv, norm_q, norm_k, *cos_sin_,
-                                    spec.n_heads, spec.n_kv_heads, eps, off, self.dtype)
-            q, k, v = (self._hook(hooks, n, l, t) for n, t in (("q", q), ("k", k), ("v", v)))
-            keys, values, k_pos = cache.append(l, k, v, positions)          # (B, Hkv, S, d), (B, S)
-            x = attention_out_and_mlp_(x, q, keys, values, positions, k_pos, spec.windows[l], spec.attn_scale,
-                                       spec.attn_softcap, torch.finfo(self.dtype).min, w.wo, norm_attn_out,
-                                       w.norm_mlp_in, w.w_gate_up, w.w_down, norm_mlp_out,
-                                       spec.activation == "gelu_tanh", eps, off, self.dtype)
-            return self._hook(hooks, "resid_out", l, x)
+        norm_q, norm_k, norm_attn_out, norm_mlp_out = self._norms(w)
+        attention_in_, attention_out_and_mlp_ = halves
+        q, k, v = attention_in_(x, w.norm_attn_in, w.w_qkv, w.b_qkv, norm_q, norm_k, *cos_sin_,
+                                spec.n_heads, spec.n_kv_heads, eps, off, self.dtype)
+        q, k, v = (self._hook(hooks, n, l, t) for n, t in (("q", q), ("k", k), ("v", v)))
+        keys, values, k_pos = cache.append(l, k, v, positions)              # (B, Hkv, S, d), (B, S)
+        x = attention_out_and_mlp_(x, q, keys, values, positions, k_pos, spec.windows[l], spec.attn_scale,
+                                   spec.attn_softcap, torch.finfo(self.dtype).min, w.wo, norm_attn_out,
+                                   w.norm_mlp_in, w.w_gate_up, w.w_down, norm_mlp_out,
+                                   spec.activation == "gelu_tanh", eps, off, self.dtype)
+        return self._hook(hooks, "resid_out", l, x)
+
+    def _layer_step_by_step(self, l, w: LayerWeights, x, positions, cache: KVCacheProtocol, cos_sin_, hooks):
+        """The same layer, one building block at a time, each activation handed to its hook."""
+        spec, eps, off = self.spec, self.spec.rms_eps, float(self.spec.norm_offset)
+        norm_q, norm_k, norm_attn_out, norm_mlp_out = self._norms(w)
         B, T, _ = x.shape
         h = self._hook(hooks, "attn_in", l, rms_norm(x, w.norm_attn_in, eps, off, self.dtype))
         q, k, v = qkv_heads(h, w.w_qkv, w.b_qkv, spec.n_heads, spec.n_kv_heads)    # (B, H|Hkv, T, d)

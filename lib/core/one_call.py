@@ -7,7 +7,7 @@ of a 20-token prompt took ~0.05 s alone and ~14 s beside one thread running pure
 2-core host. A function compiled by TorchScript runs all its operations in one call, with the GIL
 given up once: the same forward ~3.8 s there, and no slower alone (`python -m bench --only
 gil_contention`). The results are bit for bit the eager function's (the same operations in the
-same order; tests/model/test_one_call.py).
+same order; tests/unit/test_one_call.py).
 
 TorchScript is deprecated in torch 2.13 (a DeprecationWarning, silenced here; the project pins
 that version). Where a function cannot be compiled (another torch), `compiled` returns None and

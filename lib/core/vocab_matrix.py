@@ -28,8 +28,9 @@ import torch
 
 from lib.core.cancellation import checkpoint
 
-from lib.core.matmul import ONEDNN_LINEAR, onednn_suits, rows_times
+from lib.core.matmul import ONEDNN_LINEAR, onednn_suits
 from lib.core.one_call import compiled
+from lib.core.q8_rows import expand_rows, expanded_argmax, expanded_product
 from lib.core.online_softmax import running_argmax, running_comparison, running_nll
 
 MAX_BLOCKS = 32
@@ -121,23 +122,6 @@ class VocabMatrix:
         return VocabMatrix(self.blocks.to(device=device, dtype=dtype))
 
 
-def expanded_product(rows: torch.Tensor, q: torch.Tensor, scales: torch.Tensor, chunk: int,
-                     group: int) -> torch.Tensor:
-    """rows (N, D) @ E^T for E = Q8_0 (int8 q (V, D), one scale per `group` values: scales
-    (V, D / group)), expanding `chunk` rows of E to float32 at a time into one reused buffer
-    -> (N, V). The same operations as Q8VocabMatrix's chunked loop, written for TorchScript."""
-    V, D = q.shape[0], q.shape[1]
-    y = torch.empty(rows.shape[0], V, dtype=torch.float32)                   # (N, V)
-    buf = torch.empty(chunk, D, dtype=torch.float32)                          # (c, D), reused
-    for s in range(0, V, chunk):
-        e = min(s + chunk, V)
-        w = buf[:e - s]
-        w.copy_(q[s:e])                                                       # int8 -> float32, exact
-        w.view(-1, D // group, group).mul_(scales[s:e].unsqueeze(2))
-        y[:, s:e] = rows_times(rows, w.t())                                   # (N, e - s)
-    return y
-
-
 class Q8VocabMatrix:
     """E (V, D) as GGUF's Q8_0 stores it: int8 values `q` (V, D) and one scale per 32
     consecutive values of a row, `scales` (V, D / 32): E[t, j] = scales[t, j // 32] * q[t, j].
@@ -187,11 +171,9 @@ class Q8VocabMatrix:
 
     def rows(self, start: int, stop: int, out: torch.Tensor | None = None) -> torch.Tensor:
         """E[start:stop] as float32 (stop - start, D), into `out` if given."""
-        q = self.q[start:stop]
-        out = torch.empty(q.shape, dtype=torch.float32) if out is None else out[:q.shape[0]]
-        out.copy_(q)                                                           # int8 -> float32, exact
-        out.view(-1, self.hidden // self.GROUP, self.GROUP).mul_(self.scales[start:stop, :, None])
-        return out
+        stop = min(stop, self.vocab)
+        out = torch.empty(stop - start, self.hidden, dtype=torch.float32) if out is None else out
+        return expand_rows(self.q, self.scales, start, stop, out, self.GROUP)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """Token ids (B, T) -> their rows of E (B, T, D), float32."""
@@ -225,8 +207,12 @@ class Q8VocabMatrix:
 
     def argmax(self, x: torch.Tensor, transform=None) -> torch.Tensor:
         """argmax over the vocabulary of transform(x @ E^T): x (..., D) -> ids (...), each
-        CHUNK of E expanded once for all rows (never the (..., V) logits)."""
+        CHUNK of E expanded once for all rows (never the (..., V) logits); up to FEW_ROWS rows
+        with no transform in one compiled call (as `logits`)."""
         rows = x.reshape(-1, self.hidden).float()                             # (N, D)
+        one_call = compiled(expanded_argmax) if rows.shape[0] <= self.FEW_ROWS and transform is None else None
+        if one_call is not None:
+            return one_call(rows, self.q, self.scales, self.CHUNK, self.GROUP).reshape(x.shape[:-1])
         return running_argmax(self._chunks(rows), rows.shape[0], transform).reshape(x.shape[:-1])
 
     def nll(self, x: torch.Tensor, targets: torch.Tensor, transform=None) -> torch.Tensor:

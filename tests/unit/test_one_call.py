@@ -81,18 +81,22 @@ def test_switched_off_nothing_is_compiled(monkeypatch):
 
 @pytest.mark.parametrize("rows", [1, 3, 32])
 def test_compiled_q8_head_equals_its_eager_loop(rows):
-    """Q8VocabMatrix.logits for up to FEW_ROWS rows runs expanded_product compiled; its chunked
-    eager loop (the path for more rows) gives the same logits bit for bit, a last short chunk too."""
-    from lib.core.vocab_matrix import Q8VocabMatrix, expanded_product
+    """Q8VocabMatrix.logits and .argmax for up to FEW_ROWS rows run expanded_product and
+    expanded_argmax compiled; the chunked eager loops (the path for more rows) give the same
+    logits and ids bit for bit, a last short chunk too."""
+    from lib.core.q8_rows import expanded_argmax, expanded_product
+    from lib.core.vocab_matrix import Q8VocabMatrix
 
     g = torch.Generator().manual_seed(1)
     V, D = 3 * Q8VocabMatrix.CHUNK + 200, 64
     E = Q8VocabMatrix(torch.randint(-127, 128, (V, D), generator=g, dtype=torch.int8),
                       torch.rand(V, D // 32, generator=g) / 50)
     x = torch.randn(rows, D, generator=g)
-    assert one_call.compiled(expanded_product) is not None
-    fast = E.logits(x)
+    x[0] = 0.0                                                               # a row of ties: the first id wins
+    assert one_call.compiled(expanded_product) is not None and one_call.compiled(expanded_argmax) is not None
+    fast, fast_ids = E.logits(x), E.argmax(x)
     with one_call.eager_only():                                              # as where it cannot compile
-        eager = E.logits(x)
-    assert torch.equal(fast, eager)
+        eager, eager_ids = E.logits(x), E.argmax(x)
+    assert torch.equal(fast, eager) and torch.equal(fast_ids, eager_ids)
     assert torch.allclose(eager, x @ E.dense(), atol=1e-4)
+    assert torch.equal(fast_ids, fast.argmax(-1)) and fast_ids[0] == 0
