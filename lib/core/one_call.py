@@ -1,12 +1,13 @@
 """Tensor functions run as one call: why a server compiles the model's hot paths.
 
 PyTorch gives the GIL up for every tensor operation it runs from Python and takes it back after.
-A layer of the model is ~100 small operations, and in a server where thirty sessions' page
-scripts run Python, each take-back waits for another thread's switch interval (5 ms): one forward
-of a 20-token prompt took ~0.05 s alone and ~14 s beside one thread running pure Python on this
-2-core host. A function compiled by TorchScript runs all its operations in one call, with the GIL
-given up once: the same forward ~3.8 s there, and no slower alone (`python -m bench --only
-gil_contention`). The results are bit for bit the eager function's (the same operations in the
+A layer of the model is ~100 small operations, the quantized LM head ~1,500, and in a server
+where thirty sessions' page scripts run Python, each take-back waits for another thread's switch
+interval (5 ms): one forward of a 20-token prompt with its next-token logits took 86 ms alone and
+28.8 s beside one thread running pure Python on this 2-core host. A function compiled by
+TorchScript runs all its operations in one call, with the GIL given up once: with each layer two
+such calls and the LM head one, the same forward took 80 ms alone and 3.8 s beside that thread
+(`python -m bench --only gil_contention`, medians, 2026-12-07). The results are bit for bit the eager function's (the same operations in the
 same order; tests/unit/test_one_call.py).
 
 TorchScript is deprecated in torch 2.13 (a DeprecationWarning, silenced here; the project pins
