@@ -179,7 +179,7 @@ class Engine:
         return x if out is None else out
 
     def _layer(self, l, w: LayerWeights, x, positions, cache: KVCacheProtocol, cos_sin_, hooks):
-        if not hooks.keys() & INSIDE_THE_HALVES:
+        if x.device.type == "cpu" and not hooks.keys() & INSIDE_THE_HALVES:   # (a GPU: see one_call.py)
             halves = compiled(attention_in), compiled(attention_out_and_mlp)
             if None not in halves:
                 return self._layer_in_two_calls(halves, l, w, x, positions, cache, cos_sin_, hooks)

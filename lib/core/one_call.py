@@ -7,8 +7,12 @@ interval (5 ms): one forward of a 20-token prompt with its next-token logits too
 28.8 s beside one thread running pure Python on this 2-core host. A function compiled by
 TorchScript runs all its operations in one call, with the GIL given up once: with each layer two
 such calls and the LM head one, the same forward took 80 ms alone and 3.8 s beside that thread
-(`python -m bench --only gil_contention`, medians, 2026-12-07). The results are bit for bit the eager function's (the same operations in the
-same order; tests/unit/test_one_call.py).
+(`python -m bench --only gil_contention`, medians, 2026-12-07). The results are bit for bit the
+eager function's (the same operations in the same order; tests/unit/test_one_call.py).
+
+The engine uses them on the CPU only: on a GPU an operation is a kernel launch, and TorchScript's
+executor may fuse kernels there (other rounding) and would run inside the CUDA graph the graphed
+decoder captures (lib/decoding/graphed_greedy.py); no session has had a GPU to try it.
 
 TorchScript is deprecated in torch 2.13 (a DeprecationWarning, silenced here; the project pins
 that version). Where a function cannot be compiled (another torch), `compiled` returns None and
