@@ -12,14 +12,17 @@ Real model: these bugs only show on real weights. Fast: the check functions only
 render), a 13-token prompt, the layers each bug reaches (the recording forward stops after the
 last one), and the 600-token prompt only through layer 0 for the window bugs (~25 s in all on an idle machine)."""
 import copy
+import weakref
 from dataclasses import replace
+from typing import Optional
 
 import pytest
 import torch
 
 from lib.concepts.model_check import checks, foundation
 from lib.core import engine as engine_mod
-from lib.core import rope
+from lib.core import layer as layer_mod
+from lib.core import one_call, rope
 from lib.core.cache.dense import KVCache
 from lib.core.vocab_matrix import Q8VocabMatrix
 from lib.decoding import batching
@@ -70,17 +73,40 @@ def test_all_green_without_a_bug(m):
     assert all(r.passed for r in checks.config_results(m.spec, m.config, key))
 
 
-# ---- lib/core/engine.py ---------------------------------------------------------------------
+def plant(monkeypatch, module, name: str, mutant) -> None:
+    """A bug in one building block of the engine's layer: where the step-by-step layer reads it
+    (its module, and the engine's own import of it) and in the compiled halves, which this test
+    compiles afresh from the planted code (lib/core/one_call.py; the mutant is a typed function
+    so that TorchScript compiles it too). The model check runs the compiled halves (its hooks
+    are outside them), as every hook-free forward does."""
+    monkeypatch.setattr(module, name, mutant)
+    if hasattr(engine_mod, name):
+        monkeypatch.setattr(engine_mod, name, mutant)
+    monkeypatch.setattr(one_call, "_compiled", {})
+    # TorchScript keeps each function it compiled (torch.jit._state): a fresh, empty store for
+    # this test, so the halves are compiled again from the planted code (restored after)
+    monkeypatch.setattr(torch.jit._state, "_jit_caching_layer", weakref.WeakKeyDictionary())
+    assert None not in (one_call.compiled(layer_mod.attention_in), one_call.compiled(layer_mod.attention_out_and_mlp))
+
+
+# ---- lib/core/layer.py (the engine's layer) --------------------------------------------------
 def test_engine_window_one_key_too_small_shows_only_past_the_window(m, monkeypatch):
-    real = engine_mod.attention_mask
-    monkeypatch.setattr(engine_mod, "attention_mask", lambda q, k, w: real(q, k, w - 1 if w else w))
+    real = layer_mod.attention_mask
+
+    def mutant(q_pos: torch.Tensor, k_pos: torch.Tensor, window: Optional[int], pad: int = -1) -> torch.Tensor:
+        return real(q_pos, k_pos, window - 1 if window is not None else window, pad)
+    plant(monkeypatch, layer_mod, "attention_mask", mutant)
     assert layers_red(m) == []                        # a 13-token prompt cannot see it ...
     assert layers_red(m, long_ids(m), (0,)) == [0]    # ... the model check's 600-token prompt does
 
 
 def test_engine_norm_forgets_gemmas_plus_one(m, monkeypatch):
-    real = engine_mod.rms_norm
-    monkeypatch.setattr(engine_mod, "rms_norm", lambda x, w, eps, off, dtype=None: real(x, w, eps, 0.0, dtype))
+    real = layer_mod.rms_norm
+
+    def mutant(x: torch.Tensor, weight: torch.Tensor, eps: float, offset: float,
+               dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+        return real(x, weight, eps, 0.0, dtype)
+    plant(monkeypatch, layer_mod, "rms_norm", mutant)
     assert layers_red(m) == list(LAYERS)
 
 
@@ -97,10 +123,10 @@ def test_q8_groups_read_with_the_previous_groups_scale(m, monkeypatch):
 
 # ---- lib/core/rope.py -----------------------------------------------------------------------
 def test_rope_rotate_half_with_the_sign_on_the_wrong_half(m, monkeypatch):
-    def wrong(x):
+    def wrong(x: torch.Tensor) -> torch.Tensor:
         x1, x2 = x.chunk(2, dim=-1)
         return torch.cat((x2, -x1), dim=-1)
-    monkeypatch.setattr(rope, "rotate_half", wrong)
+    plant(monkeypatch, rope, "rotate_half", wrong)
     assert layers_red(m) == list(LAYERS)
 
 
