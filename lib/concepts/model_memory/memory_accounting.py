@@ -72,7 +72,10 @@ def prefill_activation_bytes(spec, batch: int, tokens: int, bytes_per_element: i
       (4 x B T D), q/k/v, plus the last position's logits, twice (2 x B V: the column-blocked
       product and its reordering into one row, lib/core/vocab_matrix.py).
     Measured in a fresh process (the model-memory page's prefill probe, six layers), B x T from
-    64 to 1,024: ~78 KB per batch x token; this formula plus those layers' KV cache: 75.7 KB."""
+    64 to 1,024: ~78 KB per batch x token; this formula plus those layers' KV cache: 75.7 KB.
+    This counts the layer run step by step (the probe runs it so: LLM_LAB_ONE_CALL=0). A server
+    runs each layer as two compiled calls (lib/core/one_call.py), which free every intermediate
+    at its last use: there the peak is lower (67.5 MB measured where this formula says 77.5)."""
     B, T, e = batch, tokens, bytes_per_element
     H, K, d, D = spec.n_heads, spec.n_kv_heads, spec.head_dim, spec.hidden
     mlp = 4 * B * T * spec.intermediate * e

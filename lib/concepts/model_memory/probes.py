@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from lib.core import one_call
 from lib.concepts.model_memory.memory_accounting import (PREFILL_LAYERS, MiB, ProbeResult, kv_cache_bytes,
                                                          parameter_count, prefill_activation_bytes, spec_shape)
 
@@ -91,6 +92,8 @@ def run_probe(args: dict, need: float, on_step: Callable[[str], None] | None = N
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if args.get("mode") != "tokenizer":      # tensors only: the Rust tokenizer's parse peaks higher with it
         env.update(MALLOC_MMAP_THRESHOLD_="65536", MALLOC_ARENA_MAX="2")
+    if args.get("mode") == "prefill":        # the layer step by step, as prefill_activation_bytes counts it
+        env[one_call.ENV] = "0"
     with _PROBE_LOCK:
         guard(args.get("mode", "kv"), need)
         t0 = time.perf_counter()
