@@ -3,9 +3,9 @@
 Each building block is a plain function (a normalization, the q/k/v heads, the attention mask,
 grouped-query scores, the weighted values, the gated MLP), and `attention_in` and
 `attention_out_and_mlp` put them together into a whole layer without hooks, either side of
-the KV cache. The engine runs those two compiled by TorchScript when nobody hooks the layer
-(one GIL round trip each instead of ~50: lib/core/one_call.py); with hooks it calls the same
-building blocks one by one and hands each activation to its hook. Every function here is
+the KV cache. The engine runs those two compiled by TorchScript unless a hook asks for an
+activation inside them (one GIL round trip each instead of ~50: lib/core/one_call.py); then it
+calls the same building blocks one by one and hands each activation to its hook. Every function here is
 written so that TorchScript can compile it: typed arguments, no globals (defaults instead).
 """
 from __future__ import annotations
