@@ -26,36 +26,36 @@ import torch
 MANY_ROWS = 2             # from this many rows, products go to oneDNN
 
 
-def _onednn_linear():
-    """oneDNN's float32 x @ W^T for W (out, in), if this PyTorch build has it (else None)."""
-    op = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
+def onednn_linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """oneDNN's float32 x (N, in) @ W^T for W (out, in); W may be a transposed view (no copy)."""
+    no_scalars: List[Optional[Union[int, float, complex]]] = []              # the op's `Scalar?[]`
+    return torch.ops.mkldnn._linear_pointwise(x, w, None, "none", no_scalars, "")
+
+
+def _onednn_works() -> bool:
+    """Does this PyTorch build run onednn_linear (as used: on a transposed view)?"""
     try:
-        op(torch.ones(2, 3), torch.ones(3, 4).t(), None, "none", [], "")   # as used: a transposed view
-        return lambda x, w: op(x, w, None, "none", [], "")
+        onednn_linear(torch.ones(2, 3), torch.ones(3, 4).t())
+        return torch.backends.mkldnn.is_available()
     except Exception:  # noqa: BLE001 - any failure: the default product is used
-        return None
+        return False
 
 
-ONEDNN_LINEAR = _onednn_linear()
-ONEDNN_AVAILABLE = ONEDNN_LINEAR is not None
+ONEDNN_AVAILABLE = _onednn_works()
 
 
-def onednn_suits(rows: torch.Tensor) -> bool:
+def onednn_suits(rows: torch.Tensor, onednn: bool = ONEDNN_AVAILABLE, many_rows: int = MANY_ROWS) -> bool:
     """Do these rows (N, in) go to oneDNN: at least MANY_ROWS of them, float32, on the CPU?"""
-    return (ONEDNN_LINEAR is not None and rows.shape[0] >= MANY_ROWS and rows.dtype == torch.float32
-            and rows.device.type == "cpu")
+    return onednn and rows.shape[0] >= many_rows and rows.dtype == torch.float32 and rows.device.type == "cpu"
 
 
 def rows_times(x: torch.Tensor, w_t: torch.Tensor, onednn: bool = ONEDNN_AVAILABLE,
                many_rows: int = MANY_ROWS) -> torch.Tensor:
     """x (..., in) @ w_t (in, out) -> (..., out): oneDNN for several float32 rows on the CPU,
     torch.matmul otherwise (one row, another dtype or device). TorchScript compiles it too
-    (lib/core/engine.py's one-call layer), and reads no global: hence the two parameters,
-    whose defaults are this build's."""
+    (lib/core/layer.py, lib/core/q8_rows.py), and reads no global: hence the parameters whose
+    defaults are this build's, here and in onednn_suits."""
     rows = x.reshape(-1, x.shape[-1])                                        # (N, in)
-    if (onednn and rows.shape[0] >= many_rows and rows.dtype == torch.float32
-            and rows.device.type == "cpu" and w_t.dtype == torch.float32):
-        no_scalars: List[Optional[Union[int, float, complex]]] = []          # the op's `Scalar?[]`
-        y = torch.ops.mkldnn._linear_pointwise(rows, w_t.t(), None, "none", no_scalars, "")
-        return y.unflatten(0, x.shape[:-1])
+    if onednn_suits(rows, onednn, many_rows) and w_t.dtype == torch.float32:
+        return onednn_linear(rows, w_t.t()).unflatten(0, x.shape[:-1])
     return x @ w_t

@@ -28,7 +28,7 @@ import torch
 
 from lib.core.cancellation import checkpoint
 
-from lib.core.matmul import ONEDNN_LINEAR, onednn_suits
+from lib.core.matmul import onednn_suits, rows_times
 from lib.core.one_call import compiled
 from lib.core.q8_rows import expand_rows, expanded_argmax, expanded_product
 from lib.core.online_softmax import running_argmax, running_comparison, running_nll
@@ -71,7 +71,7 @@ class VocabMatrix:
         if onednn_suits(rows):
             y = rows.new_empty(rows.shape[0], self.vocab)                         # (N, V)
             for i, block in enumerate(self.blocks):          # block by block: one block's output at a time
-                y[:, i * self.block_width:(i + 1) * self.block_width] = ONEDNN_LINEAR(rows, block.t())
+                y[:, i * self.block_width:(i + 1) * self.block_width] = rows_times(rows, block)
         else:
             y = torch.matmul(rows[None], self.blocks).permute(1, 0, 2)     # (N, nb, V / nb)
         return y.reshape(*lead, self.vocab)
@@ -94,9 +94,8 @@ class VocabMatrix:
 
     def _chunks(self, rows: torch.Tensor):
         """Yield (first token id, rows @ block (N, V / nb)) for each column block."""
-        many = onednn_suits(rows)
         for i, block in enumerate(self.blocks):
-            yield i * self.block_width, ONEDNN_LINEAR(rows, block.t()) if many else rows @ block
+            yield i * self.block_width, rows_times(rows, block)
 
     # tensor-like facts, for memory accounting
     @property
@@ -230,12 +229,11 @@ class Q8VocabMatrix:
         """Yield (s, rows @ E[s:s+c]^T (N, c)) for s = 0, c, 2c, ... (c: CHUNK or CHUNK_MANY rows)."""
         c = self.CHUNK if rows.shape[0] <= self.FEW_ROWS else self.CHUNK_MANY
         buf = torch.empty(c, self.hidden)                                     # (c, D), reused
-        many = onednn_suits(rows)
         for s in range(0, self.vocab, c):
             if c == self.CHUNK_MANY:
                 checkpoint()          # many rows: a long pass, which may stop or step aside between chunks
             w = self.rows(s, s + c, buf)                                      # (c, D) = E[s:s+c]
-            yield s, ONEDNN_LINEAR(rows, w) if many else rows @ w.t()
+            yield s, rows_times(rows, w.t())
 
     @property
     def device(self) -> torch.device:
