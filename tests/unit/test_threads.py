@@ -84,3 +84,43 @@ def test_a_thread_that_leaves_its_model_work_keeps_no_idle_helper_threads():
     t.join()
     assert inside[0] > base + 1           # the session thread and its helper(s) while it worked
     assert after == base + 1              # then the session thread alone
+
+
+def test_two_threads_of_model_work_share_the_cores_and_a_paused_one_does_not_count():
+    """Inside all_cores(), a thread takes every core while it is the only busy one, one core
+    while another runs (their teams would otherwise oversubscribe the cores); a thread paused in
+    between_steps (the engine's checkpoint: waiting for a measurement or its turn) is not busy."""
+    if threads._OMP is None or threads.ALL < 2:
+        return                                              # nothing to share on this build
+    seen, a_in, b_in, a_saw, b_out, a_paused, resume = [], *(threading.Event() for _ in range(6))
+
+    def a():
+        with threads.all_cores():
+            seen.append(("a alone", torch.get_num_threads()))
+            a_in.set()
+            b_in.wait()
+            threads.between_steps(lambda: None)
+            seen.append(("a beside b", torch.get_num_threads()))
+            a_saw.set()
+            b_out.wait()
+            threads.between_steps(lambda: (a_paused.set(), resume.wait()))
+            seen.append(("a alone again", torch.get_num_threads()))
+
+    def b():
+        a_in.wait()
+        with threads.all_cores():
+            seen.append(("b beside a", torch.get_num_threads()))
+            b_in.set()
+            a_saw.wait()
+        b_out.set()
+        a_paused.wait()
+        with threads.all_cores():
+            seen.append(("b while a is paused", torch.get_num_threads()))
+        resume.set()
+
+    ts = [threading.Thread(target=f) for f in (a, b)]
+    [t.start() for t in ts]
+    [t.join(10) for t in ts]
+    assert dict(seen) == {"a alone": threads.ALL, "b beside a": 1, "a beside b": 1,
+                          "b while a is paused": threads.ALL, "a alone again": threads.ALL}
+    assert threads._busy == 0
