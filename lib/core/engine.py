@@ -51,7 +51,7 @@ from lib.core.layer import (attention_in, attention_mask, attention_out_and_mlp,
 from lib.core.one_call import compiled
 from lib.core.spec import ModelSpec
 from lib.core.rope import apply_rope, cos_sin, inv_frequencies
-from lib.core.threads import between_steps, on_all_cores
+from lib.core.threads import on_all_cores
 
 Hooks = dict[str, Callable[[int, torch.Tensor], torch.Tensor | None]]
 # activations inside attention_in / attention_out_and_mlp: a hook on any of them runs the eager layer
@@ -102,7 +102,7 @@ class Engine:
         when nobody wants the result any more it raises Cancelled, leaving `cache` half
         written (discard it).
         """
-        between_steps(checkpoint)           # (a pause there leaves the cores to the others: threads.py)
+        checkpoint()
         spec, hooks = self.spec, hooks or {}
         B, T = ids.shape
         if positions is None:
@@ -114,7 +114,7 @@ class Engine:
         x = self._hook(hooks, "embed", -1, x)
         rope = {}  # (theta, scaling) -> cos, sin, shared by layers of the same type
         for l, w in enumerate(self.layers):
-            between_steps(checkpoint)       # a long prefill stops within one layer's time
+            checkpoint()                    # a long prefill stops within one layer's time
             key = (spec.rope_thetas[l], self.rope_scaling[l])
             if key not in rope:
                 rope[key] = cos_sin(positions, self.inv_freq[l], self.rope_scaling[l])

@@ -68,67 +68,21 @@ OMP_PAUSE_SOFT = 1           # omp_pause_resource_t: the calling thread's idle h
 @contextmanager
 def cores(n: int):
     """This thread's tensor operations use at most n cores inside the block. Leaving the
-    outermost block of several cores, the thread lets its OpenMP helpers go (`release_team`).
-    Several cores are a share (`_share`): all n while no other thread is inside such a block
-    and running, one each otherwise."""
+    outermost block of several cores, the thread lets its OpenMP helpers go (`release_team`)."""
     if _OMP is None:
         yield
         return
     before = torch.get_num_threads()                 # also torch's per-thread set-up, before ours
+    _OMP.omp_set_num_threads(max(1, int(n)))
     many = getattr(_here, "many", 0)                 # blocks of several cores this thread is in
-    outer = n > 1 and many == 0
-    if outer:
-        _here.wanted = int(n)
-        _count_busy(+1)
-    _OMP.omp_set_num_threads(_share(int(n)) if n > 1 else max(1, int(n)))
     _here.many = many + (n > 1)
     try:
         yield
     finally:
         _here.many = many
-        if outer:
-            _count_busy(-1)
         _OMP.omp_set_num_threads(before)
         if n > 1 and many == 0:
             release_team()
-
-
-# Threads inside a block of several cores and not paused (`between_steps`). Two such threads
-# each running a team of two on this 2-core host is four threads on two cores: every one of a
-# forward's ~1,500 small parallel operations waits at its end for a helper that is not running.
-# One core each did more work in the same time (three threads, each a 30-token prompt and eight
-# decoding steps three times: 3.2 s on one core each, 3.8 s on two; two threads 2.1 / 2.55 s;
-# one thread alone 1.97 / 1.69 s: there two cores win).
-_busy = 0
-_busy_lock = threading.Lock()
-
-
-def _count_busy(d: int) -> None:
-    global _busy
-    with _busy_lock:
-        _busy += d
-
-
-def _share(n: int) -> int:
-    """The cores a thread inside a block of n takes now: n while it is the only busy one, else 1."""
-    return n if _busy <= 1 else 1
-
-
-def between_steps(pause) -> None:
-    """Between two steps of model work (the engine's layers): call `pause()` (the cancellation
-    checkpoint, where this thread may wait for a measurement or for another computation's turn)
-    as a thread that is not busy, then take this thread's share of the cores again (`_share`):
-    all of them once the other threads are done or paused, one while another one runs."""
-    wanted = getattr(_here, "wanted", 0) if getattr(_here, "many", 0) else 0
-    if _OMP is None or not wanted:
-        pause()
-        return
-    _count_busy(-1)
-    try:
-        pause()
-    finally:
-        _count_busy(+1)
-    _OMP.omp_set_num_threads(_share(wanted))
 
 
 def release_team() -> None:
