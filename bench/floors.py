@@ -13,12 +13,16 @@ smaller experiment or a faster machine, not faster code.
 - `floor_decode_step_ms`: one decoding step of one sequence (a token through the model and the LM
   head), the shortest of its repeats: what plain decoding costs per token at least.
   Both take the machine's best (bench.common.best_time), not a median: a slow spell of this VM
-  (it has them: 3x for minutes) must not raise a lower bound.
+  (it has them: 3x for minutes) must not raise a lower bound. Other work on the machine does
+  (a test suite running beside it: a 356 ms step), so the load average is reported with them:
+  a floor is a bound only from a quiet machine.
 - Each floor counts 2 FLOPs per weight per token for the layers' matrices (read from the loaded
   engine's weights) and for the LM head's vocabulary matrix where the experiment needs every
   token's logits; a step that decodes costs at least one decoding step (every weight is read).
 """
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -76,6 +80,7 @@ def measure(model) -> dict:
     body, head = matrix_weights(eng)
     gflops, step = matmul_gflops(), decode_step_ms(eng)
     out = {"floor_matmul_gflops": round(gflops, 1), "floor_decode_step_ms": round(step, 1),
-           "floor_layer_matrix_weights": body, "floor_head_weights": head, "floor_goal_s": GOAL_S}
+           "floor_layer_matrix_weights": body, "floor_head_weights": head, "floor_goal_s": GOAL_S,
+           "floor_load_avg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
     out.update({k: round(v, 1) for k, v in floors(body, head, gflops, step).items()})
     return out
