@@ -22,20 +22,26 @@ smaller experiment or a faster machine, not faster code.
 """
 from __future__ import annotations
 
+import inspect
 import os
 
 import torch
 
 from bench.common import best_time
+from lib.concepts.chunked_prefill.real_schedule import run_schedules
 from lib.concepts.speculative_speed.timed_runs import REPEATS as SPEC_REPEATS
 
 GOAL_S = 10.0
 SINKS_TOKENS = 4096          # attention-sinks' default text length (CONCEPTS.md asks for >= 4,000 tokens)
 SINKS_POLICIES_OF_W = 2      # its default policies that read the window W: "window" and "sinks 4" (dense does not)
 SPEC_TOKENS = 48             # speculative-speed's largest n
-CHUNKED_PROMPT = 512         # chunked-prefill's largest L, prefilled in chunks of its default 32 tokens
-CHUNKED_REPEATS = 3          # its real schedule (real_schedule.run_schedules): 3 repeats of both policies,
-CHUNKED_STEPS = (2 + 1 + 1) + (2 + 512 // 32 + 1)   # steps: 2 before, the prompt, 1 after; one-shot + chunked
+CHUNKED_PROMPT = 512         # chunked-prefill's largest L ...
+CHUNKED_CHUNK = 32           # ... prefilled in chunks of its default size
+# its real schedule (real_schedule.run_schedules, the page's call): `repeats` passes of both policies,
+# each `before` decoding steps, the prompt (one step, or one per chunk), then `after` steps
+_SCHEDULE = {k: p.default for k, p in inspect.signature(run_schedules).parameters.items()}
+CHUNKED_REPEATS = _SCHEDULE["repeats"]
+CHUNKED_STEPS = sum(_SCHEDULE["before"] + n + _SCHEDULE["after"] for n in (1, -(-CHUNKED_PROMPT // CHUNKED_CHUNK)))
 SHAPES = ((512, 640, 8192), (128, 640, 2048), (2048, 640, 2048))   # (rows, hidden, columns)
 
 
