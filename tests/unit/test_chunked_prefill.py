@@ -127,6 +127,19 @@ def test_real_schedules_interleave_the_policies_passes(eng, monkeypatch):
     assert (naive.chunk, chunked.chunk) == (None, 16)
 
 
+def test_the_running_requests_history_is_prefilled_once_per_run(eng, monkeypatch):
+    """Every pass of every policy starts from the same history cache (a copy of it): the
+    history is prefilled once, the prompt once per pass (whole) or once per chunk, and a pass
+    leaves the shared history untouched (the passes decode the same tokens)."""
+    from lib.concepts.chunked_prefill import real_schedule as rs
+
+    lengths, real = [], rs.prefill
+    monkeypatch.setattr(rs, "prefill", lambda e, ids, c: lengths.append(ids.shape) or real(e, ids, c))
+    naive, chunked = rs.run_schedules(eng, 2, 40, (None, 16), before=1, after=1, context=8, repeats=2)
+    assert lengths == [(2, 8)] + [(1, 40), (1, 16), (1, 16), (1, 8)] * 2
+    assert naive.running_tokens == chunked.running_tokens[:3]
+
+
 def test_a_timing_check_that_fails_on_a_busy_machine_is_not_judged():
     """Issue 32 item 5: a failure measured while other programs kept the cores busy, or with
     repeats that disagree, is NOT JUDGED (None) with the reason; a pass stands; on a quiet

@@ -40,14 +40,14 @@ class RealRun:
         return [s for s, n in zip(self.step_s, self.prefill_tokens) if n == 0]
 
 
-def one_pass(engine, ctx, prompt, chunk, before, after, clock):
+def one_pass(engine, running, prompt, chunk, before, after, clock):
     """One timed pass of the schedule: (step seconds, prompt tokens per step, running tokens
-    per step, the new request's first token)."""
-    n_running, context = ctx.shape
+    per step, the new request's first token). `running` = (the running requests' KV cache
+    after their history, their next tokens (n, 1)); the pass decodes on a copy of that cache,
+    so every pass starts from the same state without prefilling the history again."""
+    cache, tok = running[0].clone(), running[1]
     prompt_len = prompt.shape[1]
     steps, pre, toks, first = [], [], [], -1
-    cache = engine.new_cache(n_running, capacity=context + before + after + prompt_len + 8)
-    tok = prefill(engine, ctx, cache)[0].argmax(-1, keepdim=True)                         # (n, 1)
     new_cache = engine.new_cache(1, capacity=prompt_len + 8)
     done, tail = 0, 0
     while done < prompt_len or tail < after:
@@ -98,11 +98,13 @@ def run_schedules(engine, n_running: int, prompt_len: int, chunks: tuple, before
     prompt = torch.randint(0, hi, (1, prompt_len), generator=g).to(engine.device)         # (1, L)
     passes = [[] for _ in chunks]                     # passes[i][r]: pass r of policy chunks[i]
     with exclusive():
+        history = engine.new_cache(n_running, capacity=context + before + after + prompt_len + 8)
+        running = history, prefill(engine, ctx, history)[0].argmax(-1, keepdim=True)     # cache, (n, 1)
         start = cpu_snapshot()
         total = max(1, repeats) * len(chunks)
         for r in range(max(1, repeats)):
             for i, chunk in enumerate(chunks):
-                passes[i].append(one_pass(engine, ctx, prompt, chunk, before, after, clock))
+                passes[i].append(one_pass(engine, running, prompt, chunk, before, after, clock))
                 if _progress is not None:
                     _progress(r * len(chunks) + i + 1, total)
         others = others_share(start, cpu_snapshot())
