@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.common import median_time
+
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "The capital of France is"
 NEW_TOKENS = 48
@@ -88,12 +90,7 @@ def memory_bandwidth_gbs(repeat: int = 7) -> float:
     import torch
 
     x = torch.ones(256 * 2**20)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        x.sum()
-        times.append(time.perf_counter() - t0)
-    return x.nbytes / statistics.median(times) / 1e9
+    return x.nbytes / median_time(x.sum, repeat, warmup=0) / 1e9
 
 
 def decode_speed(repeat: int = 5) -> dict:

@@ -3,10 +3,10 @@ top-p -> min-p -> sample) over a real 262,144-token next-token distribution, on 
 from __future__ import annotations
 
 import statistics
-import time
 
 import torch
 
+from bench.common import run_times
 from lib.decoding.generate import next_token_logits
 from lib.decoding.sampling import SamplingConfig, run_pipeline, sample_next
 from lib.model.tokens import encode_prompt
@@ -22,13 +22,7 @@ def measure(model) -> dict:
     def step():
         return sample_next(run_pipeline(logits, CFG).probs, gen)
 
-    for _ in range(3):
-        step()
-    times = []
-    for _ in range(30):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
+    times = run_times(step, repeat=30, warmup=3)
     return {"sampling_step_ms": round(1000 * statistics.median(times), 3),
             "sampling_step_min_ms": round(1000 * min(times), 3),    # the floor, useful on a busy machine
             "sampling_vocab": int(logits.shape[-1])}
