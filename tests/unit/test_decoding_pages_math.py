@@ -91,6 +91,17 @@ def test_offset_sweep_and_window_agree_on_a_small_vector():
     assert sweep.mismatches() == 0 and all(sweep.stable_ok["fp16"])
 
 
+def test_the_sweeps_stable_check_is_every_probability_finite_and_their_sum_within_a_percent():
+    x = torch.linspace(-5, 5, 50)
+    offsets = (-200.0, -60.0, 0.0, 11.5, 60.0, 7e4)             # fp16 stores 7e4 + x as inf (max 65,504)
+    sweep = ss.offset_sweep(x, 1.0, offsets, ("fp16", "fp32"))
+    for name in ("fp16", "fp32"):
+        for c, ok in zip(offsets, sweep.stable_ok[name]):
+            q = ss.stable_softmax(ss.transform(x, 1.0, c, ss.DTYPES[name])).double()
+            assert ok == (bool(torch.isfinite(q).all()) and abs(float(q.sum()) - 1.0) <= 1e-2), (name, c)
+    assert sweep.stable_ok["fp32"] == [True] * 6 and not all(sweep.stable_ok["fp16"])   # both outcomes seen
+
+
 def test_shift_invariance_in_float64():
     assert ss.shift_invariance(LOGITS, (-100.0, 3.0, 100.0)) < 1e-15
 

@@ -180,8 +180,8 @@ def offset_sweep(logits: torch.Tensor, scale: float, offsets, dtype_names=tuple(
             z = transform(logits, scale, float(c), dt)                             # (V,)
             m.append(naive_status(z))
             p.append(predicted_status(z))
-            q = stable_softmax(z).double()                                         # (V,)
-            ok.append(bool(torch.isfinite(q).all()) and abs(float(q.sum()) - 1.0) <= 1e-2)
+            total = float(stable_softmax(z).sum(dtype=torch.float64))             # inf or NaN if any term is
+            ok.append(math.isfinite(total) and abs(total - 1.0) <= 1e-2)
         meas[name], pred[name], stab[name] = m, p, ok
     return OffsetSweep(offs, meas, pred, stab)
 
