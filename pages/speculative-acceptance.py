@@ -42,11 +42,7 @@ cfg = SamplingConfig(T, top_p=None if top_p >= 1.0 else top_p)
 # ---- everything this run measures (cached per model, prompt and settings) -----------------------
 with st.spinner(t("running")):
     exits = runtime.cached(early_exit_logits)(m.engine, prompt.ids)   # the one forward: (V,), (L, V) logits, K/V
-    # the sampling pipelines on those logits: at top-p = 1 a softmax each (milliseconds), computed
-    # here rather than queued for a compute slot (under a class each queued call waits its turn);
-    # with top-p a sort of 19 x 262,144 values (~0.3 s), computed once and kept
-    distributions = runtime.cached(early_exit_distributions) if cfg.top_p is not None else early_exit_distributions
-    p, qs = distributions(m.engine, prompt.ids, cfg, _exits=exits)                                  # (V,), (L, V)
+    p, qs = runtime.cached(early_exit_distributions)(m.engine, prompt.ids, cfg, _exits=exits)   # (V,), (L, V)
     q = qs[k - 1]
 
 
