@@ -15,7 +15,9 @@ A page file only creates widgets and lays out figures; the numbers come from lib
 Teaching mode:
 - `page.predict(name, question, options, answer, why)` asks a question in
   `st.container(key="predict-<name>")` and returns True once the visitor answered or clicked
-  "Show me"; the page draws the figure that answers it only then. `?reveal=1` reveals all.
+  "Show me"; the page draws the figure that answers it only then. "What to notice" and "Check
+  it yourself" state or measure the answers, so while any question of the run is open they show
+  only a line saying so (drawn in place at `finish()`). `?reveal=1` reveals all.
 - `?view=present` (or the sidebar toggle) is the presenter view: large type, compact checks,
   no "The code" and no downloads (`page.present`).
 """
@@ -27,7 +29,7 @@ import time
 
 import streamlit as st
 
-from lib.ui import estimate, live_class, provenance, responsive, runtime
+from lib.ui import estimate, live_class, predict_reveal, provenance, responsive, runtime
 from lib.concepts import plot_marks
 from lib.concepts.check_result import CONSISTENCY, ICONS, CheckResult
 from lib.concepts.catalog import Concept, by_slug
@@ -65,6 +67,7 @@ class ConceptPage:
         self.present = presenter_view()      # its CSS is applied by the shell (lib/ui/shell.py)
         self.reveal_all = st.query_params.get(REVEAL_PARAM) == "1"
         self._n_fig, self._so_far = 0, {}
+        self._held = predict_reveal.HeldBack()     # notice and checks, until the questions are answered
         self._t0 = time.perf_counter()
         st.title(f"{self.concept.icon} {self.t('title')}")
         self._notes_box = st.container()
@@ -189,7 +192,8 @@ class ConceptPage:
 
     def notice(self) -> None:
         self.section("what_to_notice")
-        st.markdown("\n".join(f"- {s}" for s in self.t.list("notice_")))
+        lines = "\n".join(f"- {s}" for s in self.t.list("notice_"))
+        self._held.hold(self.c("answer_first_notice"), lambda: st.markdown(lines))
         from lib.ui import glossary
 
         line = glossary.page_terms_line(self.slug)
@@ -197,41 +201,28 @@ class ConceptPage:
             st.markdown(f"📖 **{self.c('terms_here')}** {line}")
 
     def predict(self, name: str, question: str, options, answer, why: str, format_func=str) -> bool:
-        """Predict, then reveal. Asks `question` with `options` in st.container(key="predict-<name>");
-        `answer` (one of the options) must come from this run. Returns True once the visitor
-        answered or clicked "Show me" (or the URL says `reveal=1`): draw the figure that
-        answers the question only then. The feedback says whether the guess was right and `why`."""
+        """Predict, then reveal (lib/ui/predict_reveal.py). Asks `question` with `options` in
+        st.container(key="predict-<name>"); `answer` (one of the options) must come from this run.
+        Returns True once the visitor answered or clicked "Show me" (or the URL says `reveal=1`;
+        in a live class, once the lecturer revealed): draw the figure that answers it only then."""
         options = list(options)
         from lib.ui import live_predict
 
         in_class = live_predict.predict(self, name, question, options, answer, why, format_func)
-        if in_class is not None:          # a live class: the room counts it, the lecturer reveals
-            return in_class
-        box = st.container(key=f"predict-{name}", border=True)
-        box.markdown(f"**🤔 {self.c('predict_title')}** {question}")
-        key = f"{self.slug}.predict.{name}"
-        guess = box.radio(self.c("predict_label"), options, index=None, key=key, format_func=format_func,
-                          horizontal=True, label_visibility="collapsed")
-        shown = st.session_state.get(key + ".shown", False) or self.reveal_all
-        if guess is None and not shown:
-            # a callback, not the button's return value: it survives the rerun that leaves
-            # Streamlit's pages-folder mode (lib/ui/boot.py) and AppTest sees it too
-            box.button(self.c("predict_show"), key=key + ".show", on_click=st.session_state.__setitem__,
-                       args=(key + ".shown", True))
-            box.caption(self.c("predict_hidden"))
-            return False
-        if guess is None:
-            box.info(self.c("predict_answer", answer=format_func(answer)) + " " + why)
-        elif guess == answer:
-            box.success(self.c("predict_right", answer=format_func(answer)) + " " + why)
-        else:
-            box.error(self.c("predict_wrong", answer=format_func(answer)) + " " + why)
-        return True
+        answered = in_class if in_class is not None else predict_reveal.ask(
+            self, name, question, options, answer, why, format_func)
+        if not answered:
+            self._held.open.append(name)
+        return answered
 
     def checks(self, results: list[CheckResult]) -> None:
         """Each check with its verdict, numbers, and what it was compared against; a
-        consistency check (the app against itself) is labelled so. Compact in presenter view."""
+        consistency check (the app against itself) is labelled so. Compact in presenter view.
+        Shown once this run's questions are answered (their checks measure the answers)."""
         self.section("check_it")
+        self._held.hold(self.c("answer_first_checks"), lambda: self._draw_checks(results))
+
+    def _draw_checks(self, results: list[CheckResult]) -> None:
         if self.present:
             n = sum(r.passed is True for r in results)
             st.markdown(" ".join(ICONS[r.verdict] for r in results)
@@ -283,6 +274,7 @@ class ConceptPage:
         """Drop unknown URL parameters and show every note collected on this run."""
         self.state.finish()
         live_class.publish(self.slug, self.state.claimed)     # the lecturer's page, to the class
+        self._held.release()
         for note in self.notes:
             self._notes_box.info(note, icon="ℹ️")
         used = memo.run_provenance()
