@@ -9,7 +9,8 @@ every concept page:
 - each control set to its minimum and its maximum (the URL values the page's controls recorded,
   lib/ui/state.CONTROLS, written by the server to LLM_LAB_CONTROLS_OUT).
 Each change is one visit (the page opened with that URL, as a student's changed control reruns
-the page): seconds until the first Plotly chart arrived and until the page was complete (a
+the page), with `reveal=1`: a student exploring has answered the page's questions (the answer
+stays through a control's change), so every figure and check is drawn and timed. Seconds until the first Plotly chart arrived and until the page was complete (a
 script run finished with no st.progress bar left: the completion contract).
 Then thirty sessions at once, each a different page or prompt with one change: first-chart
 and complete p95, crashes, the server's peak RSS with its children (and their peak PSS: each
@@ -36,6 +37,7 @@ OWN = {"en": "{tag} My grandmother grew tomatoes, beans and chillies in a small 
        "id": "{tag} Nenek saya menanam tomat, buncis dan cabai di kebun kecil di belakang rumah, dan setiap"}
 PREWARM_TIMEOUT_S = 3600.0
 VISIT_TIMEOUT_S = 300.0
+REVEAL = {"reveal": 1}
 
 
 def _say(msg: str) -> None:
@@ -57,14 +59,15 @@ def wait_for_prewarm(log_path: Path, proc, timeout_s: float = PREWARM_TIMEOUT_S)
 
 def cases(controls: dict, pages: list[str], tag: str = RUN_TAG, where=("min", "max")) -> list[tuple[str, str, str]]:
     """(page, what, query) of every change to try: own prompts (new: `tag`), then each
-    control at its minimum and maximum (or, where=("middle",), at the value between)."""
+    control at its minimum and maximum (or, where=("middle",), at the value between); every
+    query with reveal=1 (the questions answered: the whole page)."""
     out = []
     at = {"min": 0, "middle": 1, "max": -1}
     for page in pages:
         mine = controls.get(page, {})
         if "prompt" in mine:
             for lang, text in OWN.items():
-                query = {"prompt": text.format(tag=tag)} | ({"lang": lang} if lang != "en" else {})
+                query = {"prompt": text.format(tag=tag)} | ({"lang": lang} if lang != "en" else {}) | REVEAL
                 out.append((page, f"own prompt ({lang})", urllib.parse.urlencode(query)))
         for name, c in sorted(mine.items()):
             if c["kind"] == "text" or not c["values"]:
@@ -72,7 +75,7 @@ def cases(controls: dict, pages: list[str], tag: str = RUN_TAG, where=("min", "m
             for end in where:
                 value = c["values"][at[end]] if len(c["values"]) > 2 or end != "middle" else None
                 if value is not None and value != c["default"]:
-                    out.append((page, f"{name}={value} ({end})", urllib.parse.urlencode({name: value})))
+                    out.append((page, f"{name}={value} ({end})", urllib.parse.urlencode({name: value} | REVEAL)))
     return out
 
 

@@ -72,34 +72,40 @@ if revealed:
 
 status_word = {s_: t(f"status_{s_}") for s_ in ("ok", "overflow", "underflow")}
 st.markdown(f"**{t('table_title', s=scale, c=offset)}**")
-st.dataframe({
+table = {      # the limits and the largest logit: what a prediction reasons from
     t("col_dtype"): list(reports),
     t("col_limits"): [f"{t.num(x.underflow_at, '.2f')} … {t.num(x.overflow_at, '.2f')}" for x in reports.values()],
     t("col_max"): [t.num(x.z_max, ".3f") for x in reports.values()],
-    t("col_inf"): [f"{t.num(x.exp_inf, ',')} / {t.num(x.exp_inf_predicted, ',')}" for x in reports.values()],
-    t("col_zero"): [f"{t.num(x.exp_zero, ',')} / {t.num(x.exp_zero_predicted, ',')}" for x in reports.values()],
-    t("col_naive"): [t("cell_naive", s=status_word[x.naive_status], n=x.naive_nan) for x in reports.values()],
-    t("col_stable"): [t("cell_stable", n=x.stable_nan, sum=x.stable_sum) for x in reports.values()],
-}, hide_index=True, width="stretch")
-st.caption(t("table_caption"))
+}
+if revealed:   # what happened: the answer
+    table |= {
+        t("col_inf"): [f"{t.num(x.exp_inf, ',')} / {t.num(x.exp_inf_predicted, ',')}" for x in reports.values()],
+        t("col_zero"): [f"{t.num(x.exp_zero, ',')} / {t.num(x.exp_zero_predicted, ',')}" for x in reports.values()],
+        t("col_naive"): [t("cell_naive", s=status_word[x.naive_status], n=x.naive_nan) for x in reports.values()],
+        t("col_stable"): [t("cell_stable", n=x.stable_nan, sum=x.stable_sum) for x in reports.values()],
+    }
+st.dataframe(table, hide_index=True, width="stretch")
+if revealed:
+    st.caption(t("table_caption"))
 
 # ---- every dtype across offsets: where the naive form bites ---------------------------------
 windows = {name: ss.safe_window(logits, scale, name) for name in ss.DTYPES}
 edges_pts = [e + d for w in windows.values() for e in w for d in (-EDGE, EDGE) if -150 <= e + d <= 150]
 offsets = tuple(sorted(set(GRID + tuple(round(x, 3) for x in edges_pts))))   # not your c: no recompute per c
 with st.spinner(t("sweep_running", n=len(offsets) * len(ss.DTYPES))):
-    sweep = runtime.cached(ss.offset_sweep)(logits, scale, offsets)
-L = {k: t(f"sweep_{k}") for k in ("window", "ok", "overflow", "underflow", "yours", "x", "y", "stable_row",
-                                   "stable_ok", "stable_bad")}
-L["title"] = t("sweep_title", s=scale)
-page.figure(plots.sweep_figure(sweep, windows, offset, L), "offset_sweep",
-            {"offset": sweep.offsets.tolist(),
-             **{f"naive_{n}": v for n, v in sweep.measured.items()},
-             **{f"predicted_{n}": v for n, v in sweep.predicted.items()}})
-st.caption(" · ".join(t("window_line", d=n, lo=a, hi=b) if a < b else t("window_none", d=n)
-                      for n, (a, b) in windows.items()))
-sum_at, single_at = ss.fp32_overflow_points(logits, scale)
-st.caption(t("fp32_line", c1=sum_at, c2=single_at, g=single_at - sum_at))
+    sweep = runtime.cached(ss.offset_sweep)(logits, scale, offsets)       # the checks use it too
+if revealed:   # the sweep marks your c inside or outside each dtype's window: the answer
+    L = {k: t(f"sweep_{k}") for k in ("window", "ok", "overflow", "underflow", "yours", "x", "y", "stable_row",
+                                       "stable_ok", "stable_bad")}
+    L["title"] = t("sweep_title", s=scale)
+    page.figure(plots.sweep_figure(sweep, windows, offset, L), "offset_sweep",
+                {"offset": sweep.offsets.tolist(),
+                 **{f"naive_{n}": v for n, v in sweep.measured.items()},
+                 **{f"predicted_{n}": v for n, v in sweep.predicted.items()}})
+    st.caption(" · ".join(t("window_line", d=n, lo=a, hi=b) if a < b else t("window_none", d=n)
+                          for n, (a, b) in windows.items()))
+    sum_at, single_at = ss.fp32_overflow_points(logits, scale)
+    st.caption(t("fp32_line", c1=sum_at, c2=single_at, g=single_at - sum_at))
 
 page.notice()
 
