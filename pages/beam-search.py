@@ -198,15 +198,16 @@ if q2:
                 caption=t("sweep_caption") + " " + (t("sweep_drawn_all", n=drawn) if drawn == len(hyps)
                                                     else t("sweep_drawn_some", k=drawn, n=len(hyps))))
 
-# ---- not a probability ---------------------------------------------------------------------
-st.subheader(t("prob_title"))
-fig = plots.probability_figure([short[i] for i in order], pv.seq_prob[order], pv.exp_score[order],
-                               {"title": t("prob_fig_title", a=alpha), "p": t("prob_p"), "q": t("prob_q", a=alpha),
-                                "y": t("prob_y")}, fmt=t.num)
-page.figure(fig, "probability_vs_score", {"hypothesis": [short[i] for i in order],
-                                          "sequence_prob": pv.seq_prob[order].tolist(),
-                                          "exp_score": pv.exp_score[order].tolist()})
-st.markdown(t("prob_line", n=len(hyps), P=pv.total_prob, Q=pv.total_exp_score, a=alpha))
+# ---- not a probability (its tallest e^(Σ log p) bar is the α = 0 winner: after the answer) ----
+if q1:
+    st.subheader(t("prob_title"))
+    fig = plots.probability_figure([short[i] for i in order], pv.seq_prob[order], pv.exp_score[order],
+                                   {"title": t("prob_fig_title", a=alpha), "p": t("prob_p"), "q": t("prob_q", a=alpha),
+                                    "y": t("prob_y")}, fmt=t.num)
+    page.figure(fig, "probability_vs_score", {"hypothesis": [short[i] for i in order],
+                                              "sequence_prob": pv.seq_prob[order].tolist(),
+                                              "exp_score": pv.exp_score[order].tolist()})
+    st.markdown(t("prob_line", n=len(hyps), P=pv.total_prob, Q=pv.total_exp_score, a=alpha))
 
 # ---- greedy and sampling on the same prompt -------------------------------------------------
 st.subheader(t("compare_title"))

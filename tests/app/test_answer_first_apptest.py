@@ -64,6 +64,7 @@ def test_show_me_unlocks_like_an_answer():
 # (page, text keys of that page whose verbatim opening must not be on the page before the answer)
 GIVEAWAYS = [
     ("stable-softmax", ("col_inf", "sweep_title", "window_line", "fp32_line")),
+    ("beam-search", ("prob_title", "prob_fig_title")),
 ]
 
 
