@@ -180,3 +180,21 @@ def test_a_student_already_showing_the_rooms_state_is_not_switched_again(store):
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert "temperature.sentinel" not in at.session_state             # switched to the new state
+
+
+def test_a_students_notice_and_checks_wait_for_the_lecturers_reveals(store):
+    """They state and measure the answers (lib/ui/predict_reveal.py): on a student's phone too,
+    they come only once the lecturer revealed every question of the page."""
+    keys = store.create_room("en")
+    store.set_page(keys.code, keys.secret, "temperature", {"prompt": "The capital of France is"})
+    at = open_page("temperature", {"room": keys.code})
+    locked = load_texts("common")["en"]["answer_first_checks"]
+    assert locked in [c.value for c in at.caption]
+    store.reveal(keys.code, keys.secret, "temperature.top", "same", options=["same", "other"])
+    at.run()
+    assert locked in [c.value for c in at.caption]                   # one of two revealed
+    store.reveal(keys.code, keys.secret, "temperature.entropy", "higher", options=["higher", "lower"])
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert locked not in [c.value for c in at.caption]
+    assert [m.value for m in at.markdown if "🔎" in m.value]          # the checks panel
