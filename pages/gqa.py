@@ -73,11 +73,12 @@ if page.predict("ratio", t("q_ratio", H=H, Hkv=spec.n_kv_heads), options, int(ro
     st.markdown(t("bandwidth", n=CONTEXTS[-1], mha=series[mha][-1] / spec.n_layers, own=series[own][-1] / spec.n_layers,
                   name=own, r=series[mha][-1] / series[own][-1]))
 
-st.markdown(t("table_intro", T=measured.tokens))
-st.dataframe({t("col_layout"): [r[0] for r in measured.rows], t("col_kv"): [r[1] for r in measured.rows],
-              t("col_formula"): [t.num(r[2], ",") for r in measured.rows],
-              t("col_real"): [t.num(r[3], ",") for r in measured.rows]},
-             hide_index=True, width="stretch")
+    # the measured bytes of each layout: MHA's over this model's is the answer to "ratio"
+    st.markdown(t("table_intro", T=measured.tokens))
+    st.dataframe({t("col_layout"): [r[0] for r in measured.rows], t("col_kv"): [r[1] for r in measured.rows],
+                  t("col_formula"): [t.num(r[2], ",") for r in measured.rows],
+                  t("col_real"): [t.num(r[3], ",") for r in measured.rows]},
+                 hide_index=True, width="stretch")
 
 page.notice()
 page.checks(results + page.spec_checks(m, "scale"))

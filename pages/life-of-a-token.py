@@ -163,8 +163,11 @@ if revealed:
 
 st.subheader(f"7. {t('stage_sample')}")
 p_final = float(tr.pipeline.probs[tr.token])
-st.success(t("sample_text", tok=chosen_text, id=tr.token, p=p_final, seed=seed, seedl=g("seed"),
-             n=tr.cache_len_decode))
+if revealed:             # the drawn token's final probability: 100% when the filters left only it ("kept")
+    st.success(t("sample_text", tok=chosen_text, id=tr.token, p=p_final, seed=seed, seedl=g("seed"),
+                 n=tr.cache_len_decode))
+else:
+    st.caption(c("predict_hidden"))
 concept_link("speculative-acceptance")
 
 page.notice()

@@ -122,12 +122,16 @@ if q_odds:
 
 st.markdown(f"**{t('order_title', p=top_p)}**")
 rows = runtime.cached(lb.order_table)(logits, bias, seq_bias, target, T, top_p, prompt.ids)
-st.dataframe({
+order_cols = {
     t("col_order"): [" → ".join(t(f"stage_{s}") for s in row.order if s != "min_p" and s != "top_k") for row in rows],
     t("col_pt", tok=target_text): ["—" if row.p_target is None else t.num(row.p_target, ".5f") for row in rows],
     t("col_kept"): [t("nothing_left") if row.kept is None else t.num(row.kept, ",") for row in rows],
     t("col_top"): ["—" if row.top_token is None else token_text(m.tokenizer, row.top_token) for row in rows],
-}, hide_index=True)
+}
+if not (q_top and q_odds):  # the orders always, their outcomes once answered: the most likely token answers
+    # "top"; the target's final p and the tokens left in each order show how strongly the bias acted ("odds")
+    order_cols = {t("col_order"): order_cols[t("col_order")]}
+st.dataframe(order_cols, hide_index=True)
 st.caption(t("order_caption"))
 
 # ---- continuation with and without the bias -------------------------------------------------
@@ -144,7 +148,10 @@ g1, g2 = st.columns(2)
 g1.markdown(f"**{t('gen_plain')}**")
 g1.html(tokens_html(m.tokenizer, prompt.text[-200:], plain, labels, fmt=t.num))
 g2.markdown(f"**{t('gen_biased', b=b_text)}**")
-g2.html(tokens_html(m.tokenizer, prompt.text[-200:], biased, labels, fmt=t.num))
+if q_top:                # its first token is the answer to "top"
+    g2.html(tokens_html(m.tokenizer, prompt.text[-200:], biased, labels, fmt=t.num))
+else:
+    g2.caption(page.c("predict_hidden"))
 st.caption(t("gen_caption", d=t(f"decode_{decode}")))
 
 page.notice()

@@ -63,16 +63,18 @@ if q1:
     data = {"token": top_tokens, "token_id": sw.top_ids.tolist()}
     data.update({f"p_T={T_:g}": p.tolist() for T_, p in zip(temps, probs_chosen)})
     page.figure(fig, "distributions", data)
-
-    for T_ in temps:
-        a = at[float(T_)]
-        st.caption(t("stats_line_one" if a.tokens_for_90 == 1 else "stats_line", T=T_, H=a.entropy_bits,
-                     tok=top_tokens[0], p=a.top_prob, n90=a.tokens_for_90))
+stats_box = st.container()      # each T's entropy line, filled in below once "entropy" is answered too
 
 h1, h_hot = s1.entropy_bits, s_hot.entropy_bits
 q2 = page.predict("entropy", t("q_entropy", T=hot), ("higher", "lower"), "higher" if h_hot > h1 else "lower",
                   t("q_entropy_why", T=hot, h1=h1, h2=h_hot, n1=s1.tokens_for_90, n2=s_hot.tokens_for_90),
                   format_func=lambda k: t(f"q_entropy_{k}"))
+if q1 and q2:           # these lines measure the entropy at each T: the answer to "entropy"
+    with stats_box:
+        for T_ in temps:
+            a = at[float(T_)]
+            st.caption(t("stats_line_one" if a.tokens_for_90 == 1 else "stats_line", T=T_, H=a.entropy_bits,
+                         tok=top_tokens[0], p=a.top_prob, n90=a.tokens_for_90))
 if q2:
     fig = plots.sweep_figure(SWEEP, sw.entropy_bits[:n_sw], sw.top1_prob[:n_sw], temps,
                              {"title": t("fig_sweep_title"), "entropy": t("sweep_entropy"),
@@ -82,10 +84,11 @@ if q2:
 
 rank_temps = [T_ for T_ in temps if T_ > 0] or [1.0]
 scaled = temperature.scaled_logits(logits, sw.top_ids[:8], rank_temps)
-fig = plots.rank_figure(top_tokens[:8], scaled, [f"T = {t.num(T_, 'g')}" for T_ in rank_temps],
-                        {"title": t("fig_rank_title"), "y": t("fig_rank_y")})
-page.figure(fig, "logits_over_T", {"token": top_tokens[:8],
-                                   **{f"logit/T T={T_:g}": col for T_, col in zip(rank_temps, scaled)}})
+if q1:                  # its title and lines answer "top": the order never changes
+    fig = plots.rank_figure(top_tokens[:8], scaled, [f"T = {t.num(T_, 'g')}" for T_ in rank_temps],
+                            {"title": t("fig_rank_title"), "y": t("fig_rank_y")})
+    page.figure(fig, "logits_over_T", {"token": top_tokens[:8],
+                                       **{f"logit/T T={T_:g}": col for T_, col in zip(rank_temps, scaled)}})
 
 # ---- continuations (the long part: progress + cache) -------------------------------------
 st.subheader(t("gen_title"))

@@ -69,18 +69,20 @@ set_tokens = token_texts(m.tokenizer, sets.ids)
 L = {k_: t(f"sets_{k_}") for k_ in ("both", "only_k", "only_p", "neither", "y")}
 L["x"] = t("sets_x", n=len(sets.ids))          # the title counts the vocabulary; the bars are the first n
 L["title"] = t("sets_title", both=sets.both, ok=sets.only_k, op=sets.only_p)
-page.figure(plots.kept_sets_figure(sets, set_tokens, L, fmt=t.num), "kept_sets",
-            {"rank": list(range(1, len(sets.ids) + 1)), "token": set_tokens, "prob": sets.probs.tolist(),
-             "top_k_keeps": sets.in_k.tolist(), "top_p_keeps": sets.in_p.tolist()})
+if q1:       # both + only top-p = the nucleus: the answer to "nucleus"
+    page.figure(plots.kept_sets_figure(sets, set_tokens, L, fmt=t.num), "kept_sets",
+                {"rank": list(range(1, len(sets.ids) + 1)), "token": set_tokens, "prob": sets.probs.tolist(),
+                 "top_k_keeps": sets.in_k.tolist(), "top_p_keeps": sets.in_p.tolist()})
 
 effect = runtime.cached(tkp.order_effect)(logits, p, ORDER_TEMPS)                  # fixed T axis
 at_T = runtime.cached(tkp.order_effect)(logits, p, (T,))                           # your T
 L = {k_: t(f"order_{k_}") for k_ in ("t_first", "t_after", "x", "y")}
 L["title"] = t("order_title", p=p)
-page.figure(plots.order_figure(effect, T, L, fmt=t.num), "stage_order",
-            {"T": effect.temperatures.tolist(), "kept_T_before_top_p": effect.t_first.tolist(),
-             "kept_T_after_top_p": effect.t_after.tolist()})
-st.caption(t("order_caption", T=T, a=int(at_T.t_first[0]), b=int(at_T.t_after[0])))
+if q1:       # the count temperature → top-p keeps at your T is the nucleus
+    page.figure(plots.order_figure(effect, T, L, fmt=t.num), "stage_order",
+                {"T": effect.temperatures.tolist(), "kept_T_before_top_p": effect.t_first.tolist(),
+                 "kept_T_after_top_p": effect.t_after.tolist()})
+    st.caption(t("order_caption", T=T, a=int(at_T.t_first[0]), b=int(at_T.t_after[0])))
 
 # ---- the continuation, into its place ---------------------------------------------------------
 [trace] = later.results()
@@ -95,24 +97,26 @@ with gen_box:
                       "varies" if spread >= 10 else "steady",
                       t("q_spread_why", lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()), r=spread, p=p),
                       format_func=lambda k: t(f"q_spread_{k}"))
-    if q2:
+    if q1 and q2:        # its first bar is the nucleus ("nucleus"), all of them the spread ("spread")
         page.figure(plots.nucleus_steps_figure(labels, trace.nucleus.tolist(), trace.p_mass, k_mass, p, k, L, fmt=t.num),
                     "nucleus_per_step", {"step_token": labels, "top_p_kept": trace.nucleus.tolist(),
                                          "top_p_mass": trace.p_mass.tolist(), "top_k_mass": k_mass.tolist()})
     view_labels = {key: t(f"lbl_{key}") for key in ("model", "final", "rank", "kept", "step", "token",
                                                      "stage_temperature", "stage_top_p")}
-    st.markdown(f"**{t('gen_view', T=T, p=p, seed=seed)}**")
-    st.html(tokens_html(m.tokenizer, prompt.text[-200:], trace.steps, view_labels, fmt=t.num))
-    st.caption(t("gen_caption"))
-    with st.expander(t("gen_table")):
-        st.dataframe(steps_table(m.tokenizer, trace.steps, view_labels, fmt=t.num), hide_index=True)
+    if q1 and q2:        # the tokens' hover and the table's "kept" columns count the nucleus at every step
+        st.markdown(f"**{t('gen_view', T=T, p=p, seed=seed)}**")
+        st.html(tokens_html(m.tokenizer, prompt.text[-200:], trace.steps, view_labels, fmt=t.num))
+        st.caption(t("gen_caption"))
+        with st.expander(t("gen_table")):
+            st.dataframe(steps_table(m.tokenizer, trace.steps, view_labels, fmt=t.num), hide_index=True)
 
 page.notice()
 
 # ---- live checks (lib/concepts/top_k_top_p/checks.py) ------------------------------------
 inputs = runtime.cached(checks.check_inputs)(logits, T, k, p)
 page.checks(checks.page_checks(inputs, trace, effect, t))
-st.caption(t("spread_line", lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()), r=spread, p=p))
+if q2:
+    st.caption(t("spread_line", lo=int(trace.nucleus.min()), hi=int(trace.nucleus.max()), r=spread, p=p))
 page.try_this()
 page.code(top_p_mask, tkp.cut_curve, tkp.nucleus_trace, tkp.order_effect)
 page.sources()

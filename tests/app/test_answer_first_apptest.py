@@ -65,6 +65,11 @@ def test_show_me_unlocks_like_an_answer():
 GIVEAWAYS = [
     ("stable-softmax", ("col_inf", "sweep_title", "window_line", "fp32_line")),
     ("beam-search", ("prob_title", "prob_fig_title")),
+    ("top-k-top-p", ("sets_title", "order_caption", "spread_line", "gen_view")),
+    ("logit-bias", ("col_top", "col_kept")),
+    ("gqa", ("table_intro", "col_real", "col_formula")),
+    ("temperature", ("fig_rank_title",)),
+    ("life-of-a-token", ("fig_stages_title", "sample_text")),
 ]
 
 

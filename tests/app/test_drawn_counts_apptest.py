@@ -30,7 +30,7 @@ def figures(at) -> list[dict]:
 
 @pytest.mark.parametrize("lang", ["en", "id"])
 def test_top_k_top_p_kept_sets_says_how_many_of_the_counted_tokens_it_draws(lang):
-    at = open_page("top-k-top-p", {"lang": lang})
+    at = open_page("top-k-top-p", {"lang": lang, "reveal": "1"})     # the figure answers "nucleus"
     assert not at.exception
     from lib.ui.i18n import load_texts
 
@@ -38,8 +38,8 @@ def test_top_k_top_p_kept_sets_says_how_many_of_the_counted_tokens_it_draws(lang
     titles = [m.value for m in at.markdown if head in str(m.value)]
     assert len(titles) == 1, titles
     counted = sum(numbers(re.sub(r"<[^>]+>", "", titles[0].split(":", 1)[1]), lang))     # both + only k + only p
-    sets = [s for s in figures(at) if any(tr.get("type") == "bar" and "%{customdata}" in tr.get("hovertemplate", "")
-                                          for tr in s["data"])]
+    kinds = {load_texts("top-k-top-p")[lang][f"sets_{k}"] for k in ("both", "only_k", "only_p", "neither")}
+    sets = [s for s in figures(at) if any(tr.get("type") == "bar" and tr.get("name") in kinds for tr in s["data"])]
     assert len(sets) == 1
     drawn = sum(count(tr["x"]) for tr in sets[0]["data"])
     kept_drawn = sum(count(tr["x"]) for tr in sets[0]["data"] if tr.get("marker", {}).get("color") != "#BBBBBB")
