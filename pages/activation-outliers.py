@@ -143,13 +143,16 @@ eff_rows = [{t("col_exp"): exp_name(r.kind), t("col_sqnr"): t.num(r.sqnr_db, ".2
              t("col_kl_mean"): t.num(r.effect.kl_mean, ".3g"), t("col_kl_max"): t.num(r.effect.kl_max, ".3g"),
              t("col_ppl"): t.num(r.effect.ppl_new, ".3f"), t("col_top1"): t.num(100 * r.effect.top1_agree, ".1f")}
             for r in table]
-st.dataframe(eff_rows, hide_index=True, width="stretch")
-st.caption(t("ppl_caption", n=T, p=ppl_ref))
 by_kind = {r.kind: r for r in table}
 ct, pt = by_kind["clip_tensor"], by_kind["tensor"]
-st.markdown(t("clip_line_better" if ct.sqnr_db > pt.sqnr_db else "clip_line_worse", bits=bits, sc=ct.sqnr_db,
-              st=pt.sqnr_db, p0=ppl_ref, p1=by_kind["clip"].effect.ppl_new, x=by_kind["clip"].effect.ppl_new / ppl_ref,
-              n=int((acts.abs() > clip_at).sum()), N=acts.numel()))
+if revealed:        # the table's "clip outliers" row and the line below give the perplexity change: the answer
+    st.dataframe(eff_rows, hide_index=True, width="stretch")
+    st.caption(t("ppl_caption", n=T, p=ppl_ref))
+    st.markdown(t("clip_line_better" if ct.sqnr_db > pt.sqnr_db else "clip_line_worse", bits=bits, sc=ct.sqnr_db,
+                  st=pt.sqnr_db, p0=ppl_ref, p1=by_kind["clip"].effect.ppl_new,
+                  x=by_kind["clip"].effect.ppl_new / ppl_ref, n=int((acts.abs() > clip_at).sum()), N=acts.numel()))
+else:
+    st.caption(page.c("predict_hidden"))
 
 page.notice()
 

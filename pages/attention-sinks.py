@@ -182,12 +182,12 @@ with eval_box:
                                   fmt=t.num)
         page.figure(fig, "running_perplexity", {"position": list(range(N - 1)),
                                                 **{k: streaming_eval.running_perplexity(r.nll).tolist() for k, r in full.items()}})
-    ROLL = 32
-    fig = plots.curves_figure({k: (r.positions, streaming_eval.rolling_mean(r.nll, ROLL if k in full else max(1, ROLL // stride)))
-                               for k, r in results.items()}, W,
-                              {"title": t("nll_title", k=ROLL), "x": t("curve_x"), "y": t("nll_y"), "window": t("curve_window")},
-                              log_y=False)
-    page.figure(fig, "token_nll", {"position": list(range(N - 1)), **{k: r.nll.tolist() for k, r in full.items()}})
+        ROLL = 32   # each policy's loss along the text: the lower one answers "sinks"
+        fig = plots.curves_figure({k: (r.positions, streaming_eval.rolling_mean(r.nll, ROLL if k in full else max(1, ROLL // stride)))
+                                   for k, r in results.items()}, W,
+                                  {"title": t("nll_title", k=ROLL), "x": t("curve_x"), "y": t("nll_y"),
+                                   "window": t("curve_window")}, log_y=False)
+        page.figure(fig, "token_nll", {"position": list(range(N - 1)), **{k: r.nll.tolist() for k, r in full.items()}})
 
     table = {t("table_policy"): [], t("table_ppl"): [], t("table_ppl_shared"): [], t("table_ppl_all"): [],
              t("table_entries"): [], t("table_seconds"): []}
@@ -203,23 +203,27 @@ with eval_box:
                                                                   t.num(r.seconds, ",.1f")]
         for col, v in zip(table, cells):
             table[col].append(v)
-    st.dataframe(table, hide_index=True)
+    if show:
+        st.dataframe(table, hide_index=True)
+    else:
+        st.caption(page.c("predict_hidden"))
 
 with paper_box:
-    ours = {key: ppl_after.get(policy_name(ALL[key])) for key in ("window", "s4", "dense")}
-    fmt = lambda v: t.num(v, ",.2f") if v is not None else "—"  # noqa: E731
-    st.dataframe({t("paper_model"): [t("paper_row"), t("ours_row", source=source_name, n=N, w=W)],
-                  t("paper_window"): [t.num(PAPER["window"], ",.0f"), fmt(ours["window"])],
-                  t("paper_sinks"): [t.num(PAPER["sinks"], ",.2f"), fmt(ours["s4"])]}, hide_index=True)
-    st.caption(t("paper_caption", w=W))
-    pw, ps, pd = ours["window"], ours["s4"], ours["dense"]
-    if None not in (pw, ps, pd):
-        ratio = pw / ps
-        verdict = (t("verdict_helps", x=ratio) if ratio > 1.1 else t("verdict_hurts", x=ps / pw) if ratio < 1 / 1.1
-                   else t("verdict_small"))
-        st.info(t("measured_summary", pw=pw, r=W - 4, ps=ps, pd=pd, verdict=verdict))
-    else:
-        st.caption(t("paper_need"))
+    if show:          # our window and sinks perplexities, and the verdict: the answer
+        ours = {key: ppl_after.get(policy_name(ALL[key])) for key in ("window", "s4", "dense")}
+        fmt = lambda v: t.num(v, ",.2f") if v is not None else "—"  # noqa: E731
+        st.dataframe({t("paper_model"): [t("paper_row"), t("ours_row", source=source_name, n=N, w=W)],
+                      t("paper_window"): [t.num(PAPER["window"], ",.0f"), fmt(ours["window"])],
+                      t("paper_sinks"): [t.num(PAPER["sinks"], ",.2f"), fmt(ours["s4"])]}, hide_index=True)
+        st.caption(t("paper_caption", w=W))
+        pw, ps, pd = ours["window"], ours["s4"], ours["dense"]
+        if None not in (pw, ps, pd):
+            ratio = pw / ps
+            verdict = (t("verdict_helps", x=ratio) if ratio > 1.1 else t("verdict_hurts", x=ps / pw) if ratio < 1 / 1.1
+                       else t("verdict_small"))
+            st.info(t("measured_summary", pw=pw, r=W - 4, ps=ps, pd=pd, verdict=verdict))
+        else:
+            st.caption(t("paper_need"))
 
 with checks_box:
     page.checks(checks.page_checks(par, par_policy, mass, rec, results.get(policy_name(ALL["dense"])), W, t,

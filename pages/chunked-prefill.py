@@ -43,8 +43,6 @@ st.caption(t("cost_caption", L=L, pl=costs.prefill(L) * 1000, n=n_run, d=costs.d
              ratio=costs.prefill(L) / costs.decode(n_run), r=costs.repeats, load=costs.load_avg,
              a=a * 1000, b=b * 1000))
 over = narrate.chunking_cost(a, costs.decode(n_run), L, chunk)      # the sentence's k, k - 1 and product
-st.markdown(t("cpu_gpu", a=over["a_ms"], b=b * 1000, c=chunk, cc=costs.prefill(chunk) * 1000, k=over["k"],
-              e=over["extra_steps"], d=over["d_ms"], extra=over["extra_ms"]))
 
 # ---- simulation ------------------------------------------------------------------------------
 reqs = scheduler_sim.scenario(costs, n_run, L)
@@ -84,7 +82,10 @@ def draw_step(step: int) -> None:
         st.markdown("\n".join(f"- {s}" for s in sentences[:step + 1]))
 
 
-step_through(page, last, t("step_label", c=chunk), t("step_help"), draw_step, PLAY_EVERY_S)
+if revealed:        # the timeline shows when the new request's first token comes: the answer
+    step_through(page, last, t("step_label", c=chunk), t("step_help"), draw_step, PLAY_EVERY_S)
+else:
+    st.caption(page.c("predict_hidden"))
 
 if revealed:
     fig = plots.sweep_figure(sweep, {"title": t("fig_sw_title"), "tbt": t("fig_sw_tbt"), "ttft": t("fig_sw_ttft"),
@@ -98,6 +99,9 @@ if revealed:
     st.markdown(t("sweep_line", c=chunk, p50c=row_c.tbt_p50_s * 1000, p99c=row_c.tbt_p99_s * 1000,
                   p50n=row_n.tbt_p50_s * 1000, p99n=row_n.tbt_p99_s * 1000) + " "
                 + t(ttft_key, c=chunk, ttc=row_c.ttft_mean_s * 1000, ttn=row_n.ttft_mean_s * 1000, x=ttft_x))
+    # why, in this machine's costs: the extra steps chunking adds before the first token
+    st.markdown(t("cpu_gpu", a=over["a_ms"], b=b * 1000, c=chunk, cc=costs.prefill(chunk) * 1000, k=over["k"],
+                  e=over["extra_steps"], d=over["d_ms"], extra=over["extra_ms"]))
 
 # ---- the real model: the same schedule run and timed, and chunked = one-shot prefill -----------
 st.subheader(t("real_title"))

@@ -61,9 +61,8 @@ with keys_box:
     fig = plots.channel_heatmap(kmax, {"title": t("fig_keys_title", P=report.n_prefix), "x": t("fig_keys_x"),
                                        "y": t("layer_word"), "hover": t("layer_word") + " %{y}, " + t("channel_word")
                                        + " %{x}: %{z:.3g}"})
-    page.figure(fig, "key_channel_max", {f"layer_{l}": kmax[l].tolist() for l in range(len(kmax))},
-                caption=t("fig_keys_caption", kr=float(np.median(kmax.max(1) / np.median(kmax, 1))),
-                          vr=float(np.median(vmax.max(1) / np.median(vmax, 1)))))
+    page.figure(fig, "key_channel_max", {f"layer_{l}": kmax[l].tolist() for l in range(len(kmax))})
+    keys_caption = st.empty()     # its last sentence says which scale keys need: written once answered
 n_grid = len(GRID_BITS) * len(qz.GRANULARITIES)
 # Three calls, each cached on its own: the grid does not change with the bits / scale controls,
 # and only its "group" column changes with the group size.
@@ -100,6 +99,10 @@ with results_box:
                             t("predict_why", kt=kl_tok, kc=kl_ch, x=max(kl_tok, kl_ch) / max(min(kl_tok, kl_ch), 1e-30)),
                             format_func=lambda o: t(f"opt_{o}"))
 
+    if revealed:
+        keys_caption.caption(t("fig_keys_caption", kr=float(np.median(kmax.max(1) / np.median(kmax, 1))),
+                               vr=float(np.median(vmax.max(1) / np.median(vmax, 1)))))
+
     # ---- the grid ------------------------------------------------------------------------------
     grid = lambda f: np.array([[f(grid_runs[(b, g)][1]) for g in qz.GRANULARITIES] for b in GRID_BITS])  # noqa: E731
     tv = grid(lambda r: r.attn_tv)
@@ -133,8 +136,11 @@ kv_rows = [{t("col_policy"): lab, t("col_tv"): t.num(r.attn_tv, ".3g"), t("col_l
                           (t("pol_values", b=bits, g=t(f"gran_{gran}")), r_v),
                           (t("pol_kivi", b=bits, r=residual), r_kivi),
                           (t("pol_16"), r16))]
-st.dataframe(kv_rows, hide_index=True, width="stretch")
-st.caption(t("kv_caption"))
+if revealed:        # per-token keys against KIVI's per-channel keys: the answer's mechanism
+    st.dataframe(kv_rows, hide_index=True, width="stretch")
+    st.caption(t("kv_caption"))
+else:
+    st.caption(page.c("predict_hidden"))
 
 # ---- the formula ----------------------------------------------------------------------------
 st.subheader(t("formula_title"))

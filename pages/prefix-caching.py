@@ -57,9 +57,10 @@ st.caption(t("diff_caption"))
 # ---- block hash chain (token ids only: drawn before the model runs) ----------------------------
 k_hit = n_hit * bs           # the hit blocks' tokens: what the block manager will hand over (checked below)
 options = sorted({0, k_hit, lcp, len(B)})
-if page.predict("reuse", t("predict_reuse_q", nb=len(B), bs=bs), options, k_hit,
-                t("predict_reuse_why", lcp=lcp, bs=bs, k=k_hit, nb=len(B)),
-                format_func=lambda k: t("predict_reuse_opt", k=k)):
+reuse_q = page.predict("reuse", t("predict_reuse_q", nb=len(B), bs=bs), options, k_hit,
+                       t("predict_reuse_why", lcp=lcp, bs=bs, k=k_hit, nb=len(B)),
+                       format_func=lambda k: t("predict_reuse_opt", k=k))
+if reuse_q:
     labels = {"hit": t("hit"), "miss": t("miss"), "partial": t("partial"), "new": t("b_short"), "cached": t("a_short"),
               "x": t("chain_x"), "title": t("chain_title", bs=bs)}
     fig = plots.hash_chain(block_hashes(A, bs), rows, labels, present=page.present)
@@ -99,18 +100,21 @@ sh0 = runtime.cached(prefix_cache.reuse_at_shifted_positions)(m.engine, tuple(B)
 res = runtime.cached(prefix_cache.reuse_vs_recompute)(m.engine, tuple(A), tuple(B), bs, TIME_REPEATS)
 bar.empty()
 note.empty()
-with time_box:
-    names = [t("t_full", n=res.n_tokens), t("t_reuse", n=res.n_tokens - res.n_reused)]
-    fig = plots.timing_figure(names, [res.t_full_s, res.t_reuse_s], {"title": t("time_fig_title", r=res.repeats),
-                                                                      "x": t("time_x")})
-    page.figure(fig, "prefill_time", {"run": names, "median_seconds": [res.t_full_s, res.t_reuse_s],
-                                      "spread_seconds": [res.spread_full_s, res.spread_reuse_s]})
-    saved = res.t_full_s - res.t_reuse_s
-    noise = max(res.spread_full_s, res.spread_reuse_s)
-    key = "time_line_saved" if saved > noise else "time_line_none" if res.n_reused == 0 else "time_line_noise"
-    st.markdown(t(key, saved=saved * 1000, pct=100 * saved / res.t_full_s if res.t_full_s else 0.0,
-                  reused=res.n_reused, n=res.n_tokens, full=res.t_full_s * 1000, reuse=res.t_reuse_s * 1000,
-                  noise=noise * 1000, r=res.repeats, load=res.load_avg))
+if not reuse_q:      # the timing's labels and sentence count the reused tokens: the answer
+    time_box.caption(page.c("predict_hidden"))
+else:
+    with time_box:
+        names = [t("t_full", n=res.n_tokens), t("t_reuse", n=res.n_tokens - res.n_reused)]
+        fig = plots.timing_figure(names, [res.t_full_s, res.t_reuse_s], {"title": t("time_fig_title", r=res.repeats),
+                                                                          "x": t("time_x")})
+        page.figure(fig, "prefill_time", {"run": names, "median_seconds": [res.t_full_s, res.t_reuse_s],
+                                          "spread_seconds": [res.spread_full_s, res.spread_reuse_s]})
+        saved = res.t_full_s - res.t_reuse_s
+        noise = max(res.spread_full_s, res.spread_reuse_s)
+        key = "time_line_saved" if saved > noise else "time_line_none" if res.n_reused == 0 else "time_line_noise"
+        st.markdown(t(key, saved=saved * 1000, pct=100 * saved / res.t_full_s if res.t_full_s else 0.0,
+                      reused=res.n_reused, n=res.n_tokens, full=res.t_full_s * 1000, reuse=res.t_reuse_s * 1000,
+                      noise=noise * 1000, r=res.repeats, load=res.load_avg))
 
 page.notice()
 page.checks(checks.page_checks(res, sh0, sh, lcp, len(B), bs, t) + [checks.chain_check(A, B, bs, t)])
