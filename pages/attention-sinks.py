@@ -205,8 +205,6 @@ with eval_box:
             table[col].append(v)
     if show:
         st.dataframe(table, hide_index=True)
-    else:
-        st.caption(page.c("predict_hidden"))
 
 with paper_box:
     if show:          # our window and sinks perplexities, and the verdict: the answer
@@ -224,6 +222,8 @@ with paper_box:
             st.info(t("measured_summary", pw=pw, r=W - 4, ps=ps, pd=pd, verdict=verdict))
         else:
             st.caption(t("paper_need"))
+    else:
+        st.caption(page.c("predict_hidden"))
 
 with checks_box:
     page.checks(checks.page_checks(par, par_policy, mass, rec, results.get(policy_name(ALL["dense"])), W, t,

@@ -119,18 +119,21 @@ real_bar.empty()
 note.empty()
 pred_n = real_schedule.predicted_steps(costs, n_run, L, None)
 pred_c = real_schedule.predicted_steps(costs, n_run, L, chunk)
-with real_box:
-    fig = plots.real_steps_figure({t("policy_naive"): real_n, t("policy_chunked", c=chunk): real_c},
-                                  {t("policy_naive"): pred_n[1], t("policy_chunked", c=chunk): pred_c[1]},
-                                  {"title": t("fig_real_title", n=n_run, L=L), "measured": t("fig_real_measured"),
-                                   "predicted": t("fig_real_predicted"), "x": t("fig_real_x"), "y": t("fig_cost_y")})
-    page.figure(fig, "real_steps", {"policy": ["naive"] * len(real_n.step_s) + [f"chunk {chunk}"] * len(real_c.step_s),
-                                    "step": list(range(len(real_n.step_s))) + list(range(len(real_c.step_s))),
-                                    "prompt_tokens": real_n.prefill_tokens + real_c.prefill_tokens,
-                                    "measured_s": real_n.step_s + real_c.step_s})
-    st.caption(t("real_caption", mn=max(real_n.step_s) * 1000, mc=max(real_c.step_s) * 1000,
-                 x=max(real_n.step_s) / max(real_c.step_s), load=real_c.load_avg)
-               + " " + t("real_others", o=100 * max(real_n.others_cpu, real_c.others_cpu)))
+if not revealed:     # its steps add up to each policy's time to the new request's first token
+    real_box.caption(page.c("predict_hidden"))
+else:
+    with real_box:
+        fig = plots.real_steps_figure({t("policy_naive"): real_n, t("policy_chunked", c=chunk): real_c},
+                                      {t("policy_naive"): pred_n[1], t("policy_chunked", c=chunk): pred_c[1]},
+                                      {"title": t("fig_real_title", n=n_run, L=L), "measured": t("fig_real_measured"),
+                                       "predicted": t("fig_real_predicted"), "x": t("fig_real_x"), "y": t("fig_cost_y")})
+        page.figure(fig, "real_steps", {"policy": ["naive"] * len(real_n.step_s) + [f"chunk {chunk}"] * len(real_c.step_s),
+                                        "step": list(range(len(real_n.step_s))) + list(range(len(real_c.step_s))),
+                                        "prompt_tokens": real_n.prefill_tokens + real_c.prefill_tokens,
+                                        "measured_s": real_n.step_s + real_c.step_s})
+        st.caption(t("real_caption", mn=max(real_n.step_s) * 1000, mc=max(real_c.step_s) * 1000,
+                     x=max(real_n.step_s) / max(real_c.step_s), load=real_c.load_avg)
+                   + " " + t("real_others", o=100 * max(real_n.others_cpu, real_c.others_cpu)))
 
 page.notice()
 page.checks(checks.page_checks(cc, real_n, real_c, pred_n, pred_c, t))

@@ -71,7 +71,7 @@ GIVEAWAYS = [
     ("temperature", ("fig_rank_title",)),
     ("life-of-a-token", ("fig_stages_title", "sample_text")),
     ("prefix-caching", ("time_fig_title",)),
-    ("chunked-prefill", ("cpu_gpu", "fig_tl_title")),
+    ("chunked-prefill", ("cpu_gpu", "fig_tl_title", "real_caption")),
     ("kv-quantization", ("fig_keys_caption", "kv_caption")),
     ("activation-outliers", ("ppl_caption", "col_top1")),
     ("attention-sinks", ("nll_title", "table_ppl", "measured_summary")),
