@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from lib.core import threads, timing
 
 IDLE_S = 1.0
+REVEAL = "reveal=1"           # the default states as answered: the figures the answers show are computed too
 _cond = threading.Condition()
 _active = 0                  # real visitors' script runs in progress
 _last_active = 0.0           # when the last one ended
@@ -110,14 +111,15 @@ def yield_to_visitors(idle_s: float = 0.0) -> None:
 
 def default_visits() -> list[tuple[str, str]]:
     """(page, query) of every concept (and teaching) page's default state, English first, then
-    the states a concept asks to have computed in the background too (`Concept.background`)."""
+    the states a concept asks to have computed in the background too (`Concept.background`).
+    Each with its questions answered (reveal=1): what the answers show is computed too."""
     from lib.concepts.catalog import CONCEPTS, PAGES_DIR
 
     pages = [c.slug for c in CONCEPTS if c.exists]
     # teaching pages (lessons, life of a token, glossary...): every other page file but home
     pages += sorted(p.stem for p in PAGES_DIR.glob("*.py") if p.stem not in pages and p.stem != "home")
-    extra = [(c.slug, q) for c in CONCEPTS if c.exists for q in c.background]
-    return [(p, "") for p in pages] + [(p, "lang=id") for p in pages] + extra
+    extra = [(c.slug, f"{q}&{REVEAL}") for c in CONCEPTS if c.exists for q in c.background]
+    return [(p, REVEAL) for p in pages] + [(p, f"lang=id&{REVEAL}") for p in pages] + extra
 
 
 def serving_here(port: int, wait_s: float = 30.0) -> bool:

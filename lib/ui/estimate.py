@@ -23,8 +23,9 @@ _state: OrderedDict = OrderedDict()       # (slug, query) -> seconds its results
 
 
 def state_key(query: dict) -> tuple:
-    """A URL state as a key: its parameters sorted, the view (presenter) left out."""
-    return tuple(sorted((k, str(v)) for k, v in query.items() if k != "view"))
+    """A URL state as a key: its parameters sorted, the view (presenter) and reveal (answers)
+    left out: they change what is drawn, not the state's experiments."""
+    return tuple(sorted((k, str(v)) for k, v in query.items() if k not in ("view", "reveal")))
 
 
 def record(slug: str, query: dict, used: list) -> None:

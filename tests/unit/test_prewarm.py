@@ -42,7 +42,7 @@ def test_every_concept_page_is_prewarmed_in_both_languages():
     visits = prewarm.default_visits()
     for c in CONCEPTS:
         if c.exists:
-            assert (c.slug, "") in visits and (c.slug, "lang=id") in visits
+            assert (c.slug, "reveal=1") in visits and (c.slug, "lang=id&reveal=1") in visits   # answered
 
 
 def test_model_memorys_whole_probe_grid_is_measured_in_the_background():
@@ -56,9 +56,9 @@ def test_model_memorys_whole_probe_grid_is_measured_in_the_background():
     visits = prewarm.default_visits()
     grid = {(int(q["batch"]), int(q["prefill"])) for q in
             (dict(parse_qsl(query)) for page, query in visits if page == "model-memory" and "batch" in query)}
-    assert ("model-memory", "") in visits and probes.PREFILL_DEFAULT not in grid
+    assert ("model-memory", "reveal=1") in visits and probes.PREFILL_DEFAULT not in grid
     assert grid | {probes.PREFILL_DEFAULT} == set(product(probes.PREFILL_BATCHES, probes.PREFILL_TOKENS))
-    defaults = [i for i, (_, q) in enumerate(visits) if q in ("", "lang=id")]
+    defaults = [i for i, (_, q) in enumerate(visits) if q in ("reveal=1", "lang=id&reveal=1")]
     assert max(defaults) < min(i for i, (_, q) in enumerate(visits) if "batch" in q)   # defaults first
 
 
