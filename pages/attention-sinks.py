@@ -2,7 +2,7 @@
 import numpy as np
 import streamlit as st
 
-from lib.ui import runtime
+from lib.ui import predict_reveal, runtime
 from lib.concepts.attention_sinks import attention_mass
 from lib.core.cache import policy as cp
 from lib.reference import policy_checks
@@ -110,6 +110,7 @@ paper_box = st.container()
 
 # ---- 3. generation under each policy ------------------------------------------------------
 st.subheader(t("gen_section"))
+gen_box = st.container()     # window only's text collapses where the sinks' does not: with the answer
 P = min(N, W + 32)
 prompt_ids = ids[:P]
 labels = {"model": t("lbl_model"), "final": t("lbl_final"), "rank": t("lbl_rank"),
@@ -119,13 +120,22 @@ with st.spinner(t("gen_running", n=n_gen, k=len(policies))):
     gens = {policy_name(p): runtime.cached(policy_generation.greedy_under)(m.engine, prompt_ids, p, n_gen, eos)
             for p in policies}
 tail = m.tokenizer.decode(list(prompt_ids[-40:]), skip_special_tokens=True)
-st.caption(t("gen_caption", p=P))
-st.markdown(t("gen_prompt", tail=tail.replace("\n", " ")))
-cols = st.columns(2)
-for i, (k, g) in enumerate(gens.items()):
-    box = cols[i % 2]
-    box.markdown(f"**{k}**")
-    box.html(tokens_html(m.tokenizer, "", g.steps, labels, fmt=t.num))
+
+
+def draw_generations() -> None:
+    st.caption(t("gen_caption", p=P))
+    st.markdown(t("gen_prompt", tail=tail.replace("\n", " ")))
+    cols = st.columns(2)
+    for i, (k, g) in enumerate(gens.items()):
+        box = cols[i % 2]
+        box.markdown(f"**{k}**")
+        box.html(tokens_html(m.tokenizer, "", g.steps, labels, fmt=t.num))
+
+
+early = predict_reveal.answered_before(page, "sinks")     # answered already: drawn now, before the evaluation
+if early:
+    with gen_box:
+        draw_generations()
 
 page.notice()
 
@@ -224,6 +234,13 @@ with paper_box:
             st.caption(t("paper_need"))
     else:
         st.caption(page.c("predict_hidden"))
+
+if not early:
+    with gen_box:
+        if show:
+            draw_generations()
+        else:
+            st.caption(page.c("predict_hidden"))
 
 with checks_box:
     page.checks(checks.page_checks(par, par_policy, mass, rec, results.get(policy_name(ALL["dense"])), W, t,

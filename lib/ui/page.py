@@ -15,9 +15,10 @@ A page file only creates widgets and lays out figures; the numbers come from lib
 Teaching mode:
 - `page.predict(name, question, options, answer, why)` asks a question in
   `st.container(key="predict-<name>")` and returns True once the visitor answered or clicked
-  "Show me"; the page draws the figure that answers it only then. "What to notice" and "Check
-  it yourself" state or measure the answers, so while any question of the run is open they show
-  only a line saying so (drawn in place at `finish()`). `?reveal=1` reveals all.
+  "Show me"; the page draws the figure that answers it only then. "What to notice", "Check it
+  yourself" and "Try this" state, measure or foretell the answers, so while any question of the
+  run is open they show only a line saying so (drawn in place at `finish()`). `?reveal=1`
+  reveals all.
 - `?view=present` (or the sidebar toggle) is the presenter view: large type, compact checks,
   no "The code" and no downloads (`page.present`).
 """
@@ -252,9 +253,10 @@ class ConceptPage:
         return config_results(m.spec, m.config, texts("model-check"), which)
 
     def try_this(self) -> None:
+        """Things to try next, each with its expected result: held back like the notice."""
         self.section("try_this")
-        for i, s in enumerate(self.t.list("try_"), 1):
-            st.markdown(f"{i}. {s}")
+        lines = "\n".join(f"{i}. {s}" for i, s in enumerate(self.t.list("try_"), 1))
+        self._held.hold(self.c("answer_first_try"), lambda: st.markdown(lines))
 
     def code(self, *fns) -> None:
         if self.present:

@@ -4,9 +4,10 @@ answered.
 A page asks 1-2 questions whose answers come from this run (`ConceptPage.predict`). Until the
 visitor answers or clicks "Show me" (in a live class: until the lecturer reveals), nothing on the
 page may settle the question: the page draws its answering figures only when `predict` returns
-True, and the sections that state or measure every answer ("What to notice", "Check it
-yourself") wait in a `HeldBack` place until the end of the run, when it is known whether any
-question is still open (a page may draw them before it asks, e.g. while it measures).
+True, and the sections that state, measure or foretell every answer ("What to notice", "Check
+it yourself", "Try this" with its expected results) wait in a `HeldBack` place until the end of
+the run, when it is known whether any question is still open (a page may draw them before it
+asks, e.g. while it measures).
 """
 from __future__ import annotations
 
@@ -36,6 +37,18 @@ def ask(page, name: str, question: str, options: list, answer, why: str, format_
     else:
         box.error(page.c("predict_wrong", answer=format_func(answer)) + " " + why)
     return True
+
+
+def answered_before(page, name: str) -> bool:
+    """Whether question `name` is already answered or shown in this session (or `?reveal=1`),
+    before the page asks it again in this run: a page that asks late (after a long measurement)
+    may then draw what answers it early. In a live class: never (the lecturer reveals)."""
+    from lib.ui import live_class
+
+    if live_class.is_presenter() or live_class.is_following():
+        return False
+    key = f"{page.slug}.predict.{name}"
+    return page.reveal_all or st.session_state.get(key) is not None or st.session_state.get(key + ".shown", False)
 
 
 class HeldBack:

@@ -74,7 +74,7 @@ GIVEAWAYS = [
     ("chunked-prefill", ("cpu_gpu", "fig_tl_title", "real_caption")),
     ("kv-quantization", ("fig_keys_caption", "kv_caption")),
     ("activation-outliers", ("ppl_caption", "col_top1")),
-    ("attention-sinks", ("nll_title", "table_ppl", "measured_summary")),
+    ("attention-sinks", ("nll_title", "table_ppl", "measured_summary", "gen_caption")),
 ]
 
 
@@ -86,3 +86,16 @@ def test_what_answers_the_question_is_drawn_only_after_the_answer(slug, keys):
         text = literal(slug, key)
         assert text not in before, f"{slug}: {key} shown before the answer: {text!r}"
         assert text in after, f"{slug}: {key} missing after the answer: {text!r}"
+
+
+def test_a_question_asked_after_a_long_run_once_answered_lets_the_page_draw_its_answer_early():
+    """attention-sinks asks after its 4,096-token evaluation; its generations (the window
+    alone's text collapses) wait for the answer, then come before the evaluation on every rerun
+    (predict_reveal.answered_before)."""
+    generations = literal("attention-sinks", "gen_caption")
+    at = open_page("attention-sinks")
+    assert generations not in shown_text(at)
+    at.radio(key="attention-sinks.predict.sinks").set_value("window").run()     # a wrong guess
+    assert not at.exception, [e.value for e in at.exception]
+    assert generations in shown_text(at)
+    assert not [c.value for c in at.caption if c.value.startswith("🔒")]
