@@ -168,7 +168,8 @@ def run(port: int = 8631, sessions: int = 30, reuse_results: bool = False, only:
         _say(f"server up at {url}; waiting for the background pre-computation")
         out["explore_prewarm"] = wait_for_prewarm(log_path, proc) if prewarm else "off"
         out["explore_prewarm_wait_s"] = round(time.perf_counter() - t0)
-        defaults = [visit(url, page, "", timeout_s=VISIT_TIMEOUT_S, until_complete=True) for page in pages]
+        defaults = [visit(url, page, urllib.parse.urlencode(REVEAL), timeout_s=VISIT_TIMEOUT_S, until_complete=True)
+                    for page in pages]      # answered: the controls an answer unlocks are recorded too
         out["explore_default_crashed"] = [v.page for v in defaults if v.crashed]
         controls = json.loads(controls_file.read_text())
         todo = cases(controls, pages)

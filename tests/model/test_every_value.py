@@ -2,8 +2,9 @@
 range and at one value between, renders on the real model without an exception or an error box.
 
 How it walks a page (one AppTest per page, in English, the page's default prompt):
-  1. the page opens at its defaults (already computed by tests/app, which run first; the
-     results folder and the in-process memo keep them);
+  1. the page opens at its defaults with its questions answered (`reveal=1`: every figure and
+     control an answer unlocks is drawn and walked too; already computed by tests/app, which
+     run first; the results folder and the in-process memo keep them);
   2. the controls are read off the page's own UrlState calls (lib/ui/state.py: every control
      goes through them), with their true ranges and raw option values, recorded by a wrapper
      installed for this test only (`Recorder`);
@@ -127,7 +128,7 @@ def test_every_control_at_both_ends_and_between(concept, monkeypatch):
     rec = Recorder()
     rec.install(monkeypatch)
     t0 = time.perf_counter()
-    at = open_page(concept.slug)
+    at = open_page(concept.slug, {"reveal": "1"})
     found = problems(at, "defaults")
     assert rec.controls, "no control recorded: is every control still made through page.state?"
     controls = dict(rec.controls)              # as declared at the defaults
