@@ -14,8 +14,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 
 
 def test_presenter_view_on_a_projector(server, browser):
-    """?view=present at 1280x720: no 'The code', the toggle is on, nothing wider than the window."""
-    page = visit(browser, f"{server}/temperature?view=present", "present-temperature-1280x720", 1, 1280, 720)
+    """?view=present at 1280x720: no 'The code', the toggle is on, nothing wider than the window.
+    Answered (reveal=1): the charts that answer the questions are drawn, and measured too."""
+    page = visit(browser, f"{server}/temperature?view=present&reveal=1", "present-temperature-1280x720", 1, 1280, 720)
     assert page.locator("[data-testid='stException']").count() == 0
     text = page.locator("[data-testid='stMain']").inner_text()
     common = load_texts("common")["en"]
